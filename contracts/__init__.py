@@ -1,0 +1,1 @@
+"""Provider contracts (TOML), shipped as package data and read with importlib.resources."""

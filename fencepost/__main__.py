@@ -1,0 +1,5 @@
+"""``python -m fencepost`` runs the command line."""
+
+from fencepost.cli import main
+
+main()

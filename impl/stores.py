@@ -1,0 +1,174 @@
+"""The store protocols: where durable state lives and how writes are fenced.
+
+One protocol per durable concept, matching the calls of the conformance
+protocol one to one, so the same publisher and partition reader run against
+the in-memory, SQLite and PostgreSQL backends and against the conformance
+harness's stores over the wire.
+
+Failures come in two kinds and callers must treat them differently:
+
+- :class:`DefiniteStoreError`: the operation did not happen (refused before it
+  was sent, rejected by validation). Retrying is safe.
+- :class:`IndefiniteStoreError`: the response was lost (timeout, dropped
+  connection). A write may or may not have been applied; a read learned
+  nothing. Only an authoritative reread settles what happened: never infer
+  success or failure from the missing response alone.
+
+Conditional writes return a result instead of raising on a lost race: losing
+is a normal outcome of fencing, not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from fencepost.impl.cuts import Cut
+from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
+
+
+class StoreError(Exception):
+    """A store operation failed."""
+
+
+class DefiniteStoreError(StoreError):
+    """The operation certainly did not take effect; retrying it is safe."""
+
+
+class IndefiniteStoreError(StoreError):
+    """The response was lost: a write may or may not have been applied."""
+
+
+class UnknownStream(DefiniteStoreError):
+    """The stream has no membership yet: create it with ``create_stream`` first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The conditional write was applied; ``record`` is what is stored now."""
+
+    record: PublicationRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The conditional write lost: the revision moved; ``record`` is the current one."""
+
+    record: PublicationRecord
+
+
+PublicationWrite = Applied | Conflict
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointApplied:
+    """The checkpoint write was applied; ``checkpoint`` is what is stored now."""
+
+    checkpoint: Checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointConflict:
+    """The write carried a stale expected generation (a late retry) and lost.
+
+    ``checkpoint`` is the newer checkpoint that stays in place (None only if the
+    write expected one to exist and none does).
+    """
+
+    checkpoint: Checkpoint | None
+
+
+CheckpointWrite = CheckpointApplied | CheckpointConflict
+
+
+class PublicationStore(Protocol):
+    """The publication record of each stream, written conditionally on its revision."""
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        """The authoritative current record. Raises :class:`UnknownStream` if none."""
+        ...
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        """Store ``(epoch, cut, expected_revision + 1, op_id)`` iff the revision is still current.
+
+        The store checks only the revision: keeping the record sound and
+        monotone is the publisher's job. The check and the write are one atomic
+        step, so two writers that read the same revision cannot both win.
+        """
+        ...
+
+
+class MembershipStore(Protocol):
+    """One membership per epoch; epochs only increase; durable before their checkpoints."""
+
+    def create_stream(self, stream: str, membership: Membership) -> PublicationRecord:
+        """Store the first membership and the initial record ``(epoch, nothing, 0, None)``.
+
+        Idempotent for the same membership; a different one for an existing
+        stream is a :class:`DefiniteStoreError`.
+        """
+        ...
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        """The membership of ``epoch``, or the current (highest) one when None."""
+        ...
+
+    def write_membership(self, stream: str, membership: Membership) -> None:
+        """Add the membership of a new, higher epoch.
+
+        Idempotent when that exact membership is already stored; a lower or
+        equal epoch with different content is a :class:`DefiniteStoreError`.
+        """
+        ...
+
+
+class CheckpointStore(Protocol):
+    """Partition checkpoints keyed by (stream, epoch, partition), fenced by generation."""
+
+    def read_checkpoint(self, stream: str, epoch: int, partition: str) -> Checkpoint | None:
+        """The stored checkpoint of ``partition`` in ``epoch``, if any."""
+        ...
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
+        """Every stored checkpoint of ``epoch``, in partition-name order."""
+        ...
+
+    def write_checkpoint(
+        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        """Store ``checkpoint`` with generation ``expected_generation + 1`` (1 when None).
+
+        Applied only when the stored generation equals ``expected_generation``
+        (no checkpoint stored when None): a late retry carrying an older
+        generation loses and never overwrites the newer checkpoint. The
+        checkpoint's epoch must have a durable membership naming its partition
+        (:class:`DefiniteStoreError` otherwise).
+        """
+        ...
+
+
+class OutcomeStore(Protocol):
+    """Terminal outcomes of events, recorded idempotently by event id."""
+
+    def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
+        """Record ``outcome`` for ``event_id`` unless one is stored; return the stored one.
+
+        The first durable outcome wins: a replayed event (overlapping page,
+        retried fetch) never changes it.
+        """
+        ...
+
+    def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
+        """The stored outcomes of those of ``event_ids`` that have one."""
+        ...
+
+
+class Store(PublicationStore, MembershipStore, CheckpointStore, OutcomeStore, Protocol):
+    """Everything one backend provides. ``close`` releases connections and files."""
+
+    def close(self) -> None:
+        """Release the backend's resources; the durable state stays."""
+        ...

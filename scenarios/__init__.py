@@ -1,0 +1,1 @@
+"""Scenario files: named, documented schedules with expected outcomes (package data)."""

@@ -1,0 +1,43 @@
+"""Shared pytest configuration.
+
+Fast tests run by default. Long explorations and soak runs carry
+``@pytest.mark.slow`` and run with ``--run-slow`` (CI runs them, bounded).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile(
+    "ci",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+    derandomize=False,
+    max_examples=200,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run tests marked slow (long explorations, soak and crash runs)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip_slow = pytest.mark.skip(reason="slow: run with --run-slow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
