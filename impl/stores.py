@@ -20,11 +20,12 @@ is a normal outcome of fencing, not an error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from fencepost.impl.cuts import Cut
+from fencepost.impl.errors import InvalidValue
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 
 
@@ -42,6 +43,19 @@ class IndefiniteStoreError(StoreError):
 
 class UnknownStream(DefiniteStoreError):
     """The stream has no membership yet: create it with ``create_stream`` first."""
+
+
+class StoreOpenError(DefiniteStoreError):
+    """The store could not be opened: the file or database is missing, corrupt, foreign,
+    or written by a newer fencepost whose schema this code does not know.
+
+    ``location`` names the file or URL so the operator knows which one to fix.
+    """
+
+    def __init__(self, location: str, problem: str) -> None:
+        self.location = location
+        self.problem = problem
+        super().__init__(f"{location}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,3 +186,93 @@ class Store(PublicationStore, MembershipStore, CheckpointStore, OutcomeStore, Pr
     def close(self) -> None:
         """Release the backend's resources; the durable state stays."""
         ...
+
+
+# --- Rules every backend enforces the same way -------------------------------------
+#
+# The backends differ in how they make a check and a write one atomic step; what
+# they check is the same, so it lives here once.
+
+
+def check_name(value: object, field: str) -> str:
+    """A stream name, event id or outcome: a non-empty string storable as UTF-8."""
+    if type(value) is not str or not value:
+        raise InvalidValue(field, value, "a non-empty string is required")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidValue(field, value, "not encodable as UTF-8; it could not be stored") from None
+    return value
+
+
+def check_revision(value: object, field: str) -> int:
+    """A revision or generation the caller read: a non-negative int, never a bool."""
+    if type(value) is not int or value < 0:
+        raise InvalidValue(field, value, "a non-negative integer is required")
+    return value
+
+
+def check_token(checkpoint: Checkpoint) -> None:
+    """The opaque token must survive storage byte for byte (no lone surrogates)."""
+    if checkpoint.token is not None:
+        try:
+            checkpoint.token.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValue(
+                "checkpoint.token",
+                checkpoint.token,
+                "not encodable as UTF-8; it could not be stored",
+            ) from None
+
+
+def admit_membership(stream: str, stored: Mapping[int, Membership], membership: Membership) -> bool:
+    """Decide a membership write against the stored epochs of ``stream``.
+
+    True: a new, higher epoch to store. False: that exact membership is already
+    stored (an idempotent retry). Anything else breaks "one membership per epoch,
+    epochs only increase" and is refused with a :class:`DefiniteStoreError`.
+    """
+    if not isinstance(membership, Membership):
+        raise InvalidValue("membership", membership, "a Membership is required")
+    existing = stored.get(membership.epoch)
+    if existing is not None:
+        if existing == membership:
+            return False
+        raise DefiniteStoreError(
+            f"stream {stream!r} already has a different membership for epoch {membership.epoch}; "
+            "a membership is never changed in place: write it under a new, higher epoch"
+        )
+    if stored and membership.epoch < max(stored):
+        raise DefiniteStoreError(
+            f"stream {stream!r} is at epoch {max(stored)}; epoch {membership.epoch} is older "
+            "and epochs only increase: write the new membership under a higher epoch"
+        )
+    return True
+
+
+def admit_checkpoint(stream: str, membership: Membership | None, checkpoint: Checkpoint) -> None:
+    """Refuse a checkpoint whose epoch has no durable membership naming its partition.
+
+    A membership is durable before any checkpoint of its epoch (semantics.md
+    section 6), so a checkpoint always has the membership it will be judged
+    against, and its cut fits the partition's order.
+    """
+    if not isinstance(checkpoint, Checkpoint):
+        raise InvalidValue("checkpoint", checkpoint, "a Checkpoint is required")
+    check_token(checkpoint)
+    if membership is None:
+        raise DefiniteStoreError(
+            f"stream {stream!r} has no membership for epoch {checkpoint.epoch}: "
+            "write the epoch's membership before any checkpoint of it"
+        )
+    if checkpoint.partition not in membership.partitions:
+        raise DefiniteStoreError(
+            f"partition {checkpoint.partition!r} is not a member of stream {stream!r} in epoch "
+            f"{checkpoint.epoch} (members: {', '.join(sorted(membership.partitions)) or 'none'})"
+        )
+    try:
+        checkpoint.cut.validated(membership.order_of(checkpoint.partition), "checkpoint.cut")
+    except InvalidValue as exc:
+        raise DefiniteStoreError(
+            f"checkpoint of partition {checkpoint.partition!r} does not fit its order: {exc}"
+        ) from exc

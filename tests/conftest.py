@@ -41,3 +41,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip_slow)
+
+
+# PostgreSQL fixtures (pg_dsn, pg_schema, pg_store): FENCEPOST_DATABASE_URL or a
+# throwaway pgserver; PostgreSQL tests fail, never skip, when neither works.
+pytest_plugins = ["pg_server"]

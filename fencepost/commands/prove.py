@@ -1,0 +1,114 @@
+"""``fencepost prove``: run the Z3 theorems of the cut algebra and report each verdict.
+
+Exit 0 when every theorem run got its expected verdict (``proved`` for the algebra's
+laws and for the unsoundness theorems, whose proof is a counterexample; ``refuted`` for
+the one registered false claim, ``through x == before x+1`` on a dense order), 1 when any
+did not (including ``unknown``: a timeout is never counted as a proof), 2 for a usage
+error such as an unknown theorem name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from rich.console import Console
+
+from fencepost.properties.proofs import (
+    Status,
+    Theorem,
+    TheoremResult,
+    UnknownTheorem,
+    render_witness,
+    select,
+)
+
+_STYLE = {Status.PROVED: "green", Status.REFUTED: "yellow", Status.UNKNOWN: "red"}
+
+
+def _witness_text(result: TheoremResult) -> str:
+    if result.witness is None:
+        return ""
+    return ", ".join(f"{key}={render_witness(value)}" for key, value in result.witness.items())
+
+
+def _report_json(pairs: list[tuple[Theorem, TheoremResult]], seconds: float) -> str:
+    theorems = []
+    for theorem, result in pairs:
+        entry = result.to_json()
+        entry["expected"] = theorem.expected.value
+        entry["as_expected"] = result.status is theorem.expected
+        theorems.append(entry)
+    ok = all(result.status is theorem.expected for theorem, result in pairs)
+    return json.dumps(
+        {"ok": ok, "seconds": round(seconds, 4), "theorems": theorems},
+        ensure_ascii=False,
+        indent=2,
+    )
+
+
+def _report_table(
+    console: Console, pairs: list[tuple[Theorem, TheoremResult]], seconds: float, statements: bool
+) -> None:
+    """One line per theorem (verdict, name, time); its witness and statement indented below.
+
+    Lines rather than a table: witnesses are long and must stay readable at any
+    terminal width and in CI logs.
+    """
+    width = max(len(result.name) for _, result in pairs)
+    for theorem, result in pairs:
+        verdict = f"[{_STYLE[result.status]}]{result.status.value:<7}[/]"
+        line = f"{verdict} {result.name:<{width}}  {result.seconds * 1000:7.1f} ms"
+        if result.status is not theorem.expected:
+            line += f"  [bold red]expected {theorem.expected.value}[/]"
+        if result.detail:
+            line += f"  ({result.detail})"
+        console.print(line, highlight=False)
+        if statements:
+            console.print(f"        [dim]{result.statement}[/]", highlight=False)
+        if result.witness is not None:
+            console.print(f"        witness: {_witness_text(result)}", highlight=False)
+    bad = [r.name for t, r in pairs if r.status is not t.expected]
+    if bad:
+        console.print(f"[bold red]{len(bad)} of {len(pairs)} not as expected:[/] {', '.join(bad)}")
+    else:
+        console.print(
+            f"[bold green]all {len(pairs)} theorems as expected[/] in {seconds:.2f} s "
+            "(refuted entries are false claims Z3 must refute)"
+        )
+
+
+@click.command(name="prove")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Run only this theorem, or a family such as merge_glb (repeatable).",
+)
+@click.option("--list", "list_only", is_flag=True, help="List theorem names and exit.")
+@click.option("--statements", is_flag=True, help="Show each theorem's statement in words.")
+def command(as_json: bool, only: tuple[str, ...], list_only: bool, statements: bool) -> None:
+    """Prove the cut-algebra theorems with Z3, from the downset definition.
+
+    Exit 0 when every theorem gets its expected verdict, 1 otherwise, 2 on usage errors.
+    """
+    try:
+        chosen = select(only)
+    except UnknownTheorem as error:
+        raise click.BadParameter(str(error), param_hint="--only") from None
+    if list_only:
+        for theorem in chosen:
+            click.echo(f"{theorem.name}  (expected {theorem.expected.value})")
+        return
+    started = time.perf_counter()
+    pairs = [(theorem, theorem.run()) for theorem in chosen]
+    seconds = time.perf_counter() - started
+    if as_json:
+        click.echo(_report_json(pairs, seconds))
+    else:
+        _report_table(Console(), pairs, seconds, statements)
+    if any(result.status is not theorem.expected for theorem, result in pairs):
+        raise SystemExit(1)

@@ -1,0 +1,1 @@
+"""Package marker; see the package docstring of fencepost."""

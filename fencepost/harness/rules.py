@@ -1,0 +1,179 @@
+"""What the harness checks: the properties of semantics.md section 7 and the protocol rules.
+
+Every failure the harness reports names one :class:`Rule`. Properties are
+statements about durable state and ground truth that must hold after every
+step; protocol rules are about the messages themselves. :data:`PRIORITY` fixes
+which rule is reported first when one step breaks several (the most serious
+first: a false published claim outranks a malformed message).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Rule(Enum):
+    """A property or protocol rule the harness checks; the value is its stable name."""
+
+    # semantics.md section 7 (and the ingest guarantee of conformance-protocol.md)
+    SOUNDNESS = "soundness"
+    NO_RELABELING = "no_relabeling"
+    CERTIFIED_SUPPORT = "certified_support"
+    MONOTONE_PUBLICATION = "monotone_publication"
+    EPOCH_FENCE = "epoch_fence"
+    CHECKPOINT_TRUTH = "checkpoint_truth"
+    CHECKPOINT_MONOTONICITY = "checkpoint_monotonicity"
+    LOST_RESPONSE_HONESTY = "lost_response_honesty"
+    # protocol rules
+    HONEST_OUTCOME = "honest_outcome"
+    INGEST_REPORT = "ingest_report"
+    ALGEBRA_COMPARE = "algebra_compare"
+    ALGEBRA_MERGE = "algebra_merge"
+    OP_ID_REUSE = "op_id_reuse"
+    OPAQUE_TOKEN = "opaque_token"
+    CALL_PAIRING = "call_pairing"
+    MESSAGE_SCHEMA = "message_schema"
+    ERROR_HANDLING = "error_handling"
+    SUT_ERROR = "sut_error"
+    RUNAWAY = "runaway"
+    HANDSHAKE = "handshake"
+    LINE_TOO_LONG = "line_too_long"
+    SUT_HANG = "sut_hang"
+    SUT_CRASH = "sut_crash"
+    SHUTDOWN = "shutdown"
+
+    @property
+    def is_property(self) -> bool:
+        """True for semantics.md section 7 properties, False for protocol rules."""
+        return self in _PROPERTIES
+
+    @property
+    def meaning(self) -> str:
+        """What breaking this rule means, in domain words (used in reports and docs)."""
+        return MEANINGS[self]
+
+
+_PROPERTIES = frozenset(
+    {
+        Rule.SOUNDNESS,
+        Rule.NO_RELABELING,
+        Rule.CERTIFIED_SUPPORT,
+        Rule.MONOTONE_PUBLICATION,
+        Rule.EPOCH_FENCE,
+        Rule.CHECKPOINT_TRUTH,
+        Rule.CHECKPOINT_MONOTONICITY,
+        Rule.LOST_RESPONSE_HONESTY,
+    }
+)
+
+MEANINGS: dict[Rule, str] = {
+    Rule.SOUNDNESS: (
+        "the publication record (e, c) claims an event of a member of epoch e whose position "
+        "is in D(c) but which is not final or has no durable terminal outcome"
+    ),
+    Rule.NO_RELABELING: (
+        "a 'through x' was published while some member had certified only 'before x': the "
+        "endpoint kind was relabeled because the coordinates matched"
+    ),
+    Rule.CERTIFIED_SUPPORT: (
+        "a published cut is ahead of what some member of its epoch ever certified in a final "
+        "checkpoint of that epoch and scope (a claim nobody certified)"
+    ),
+    Rule.MONOTONE_PUBLICATION: (
+        "the record's cut decreased within an epoch, or at a cutover under the monotone policy"
+    ),
+    Rule.EPOCH_FENCE: "the record's epoch decreased: a claim for an older epoch was written",
+    Rule.CHECKPOINT_TRUTH: (
+        "an accepted final checkpoint is not true: the provider never made a final claim "
+        "covering its cut, an event in its downset has no recorded outcome, its labels "
+        "(partition, epoch, scope) are not those of the ingest, or its token was never issued"
+    ),
+    Rule.CHECKPOINT_MONOTONICITY: (
+        "a partition's stored cut decreased within one (partition, epoch) key: a late retry "
+        "overwrote a newer checkpoint"
+    ),
+    Rule.LOST_RESPONSE_HONESTY: (
+        "'published' without an acknowledged write in this attempt, or 'confirmed' without a "
+        "read in this attempt, after the lost write, that showed the claim present"
+    ),
+    Rule.HONEST_OUTCOME: (
+        "the attempt's outcome does not follow from what it was told: 'unchanged' while the "
+        "merge of its last reads was ahead of the record, 'withheld' with a reason other than "
+        "the first documented one, 'gave_up' without any conflict or lost response, or "
+        "publish_ok's epoch/cut not those of the record it read"
+    ),
+    Rule.INGEST_REPORT: "ingest_ok reports a cut ahead of the checkpoint the store holds",
+    Rule.ALGEBRA_COMPARE: "compare_ok disagrees with the downset order of the two cuts",
+    Rule.ALGEBRA_MERGE: (
+        "merge_ok disagrees with the merge of semantics.md section 4: a different claim, or a "
+        "different withheld reason (reasons are checked in the documented order)"
+    ),
+    Rule.OP_ID_REUSE: (
+        "a write carries an op_id already used by another attempt: writer attribution breaks"
+    ),
+    Rule.OPAQUE_TOKEN: (
+        "fetch_page named a token the provider never issued for this partition and epoch"
+    ),
+    Rule.CALL_PAIRING: (
+        "a message does not belong where it arrived: a reply with the wrong id, a call of "
+        "another level, another stream or partition, or an unsolicited message"
+    ),
+    Rule.MESSAGE_SCHEMA: (
+        "a message is not well formed: not JSON, an unknown or missing field, a wrong type"
+    ),
+    Rule.ERROR_HANDLING: (
+        "the SUT did not answer an unparsable message with an error message and keep running"
+    ),
+    Rule.SUT_ERROR: "the SUT answered a well-formed message with an error",
+    Rule.RUNAWAY: "one request made more store or provider calls than the harness allows",
+    Rule.HANDSHAKE: "the SUT did not answer hello with hello_ok for protocol 1",
+    Rule.LINE_TOO_LONG: "the SUT wrote a line longer than the protocol's line limit",
+    Rule.SUT_HANG: "the SUT did not answer within the per-call time limit",
+    Rule.SUT_CRASH: "the SUT process exited or closed its output while an answer was due",
+    Rule.SHUTDOWN: "the SUT did not exit with status 0 after shutdown",
+}
+
+#: Report order when one step breaks several rules.
+PRIORITY: tuple[Rule, ...] = tuple(Rule)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: where (step, worker) and what, in domain words."""
+
+    rule: Rule
+    message: str
+    step: int | None = None
+    worker: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.step is not None:
+            where.append(f"step {self.step}")
+        if self.worker is not None:
+            where.append(self.worker)
+        prefix = f"[{', '.join(where)}] " if where else ""
+        return f"{prefix}{self.rule.value}: {self.message}"
+
+
+class SutFailure(Exception):
+    """The SUT broke the protocol so that the run cannot go on (crash, hang, garbage).
+
+    Raised by channels and message handling; the runner turns it into a
+    :class:`Violation` and tears the run down. Never escapes the harness.
+    """
+
+    def __init__(self, rule: Rule, message: str, worker: str | None = None) -> None:
+        self.rule = rule
+        self.message = message
+        self.worker = worker
+        super().__init__(f"{rule.value}: {message}")
+
+
+def first(violations: list[Violation] | tuple[Violation, ...]) -> Violation | None:
+    """The violation to report first: the earliest step, then the highest-priority rule."""
+    if not violations:
+        return None
+    rank = {rule: i for i, rule in enumerate(PRIORITY)}
+    return min(violations, key=lambda v: (v.step if v.step is not None else 0, rank[v.rule]))

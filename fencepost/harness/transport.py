@@ -1,0 +1,445 @@
+"""Talking to a SUT: one channel per worker, over a subprocess's pipes or a thread's queues.
+
+A :class:`Channel` carries whole lines. Whatever the SUT does (crash, hang,
+print garbage or a gigabyte without a newline, exit with a bad status) the
+channel turns it into a :class:`~fencepost.harness.rules.SutFailure` within the
+time limit; it never blocks forever and never lets the harness crash.
+
+Subprocess SUTs run in their own session (process group), so teardown kills
+the SUT *and everything it started* with one ``killpg``, then reaps the
+leader: no zombie and no stray grandchild survives a run.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import errno
+import fcntl
+import os
+import queue
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import IO, Protocol
+
+from fencepost.harness.protocol import MAX_LINE_BYTES
+from fencepost.harness.rules import Rule, SutFailure
+
+_READ_CHUNK = 1 << 16
+_STDERR_TAIL = 4000
+
+
+class Channel(Protocol):
+    """A line-based connection to one SUT worker."""
+
+    @property
+    def worker(self) -> str:
+        """The worker name this channel serves (used in failures)."""
+        ...
+
+    @property
+    def pid(self) -> int | None:
+        """The SUT process id (None in-process)."""
+        ...
+
+    def send(self, line: str, timeout: float) -> None:
+        """Write one line (``\\n`` added); :class:`SutFailure` if the SUT is gone or stuck."""
+        ...
+
+    def receive(self, timeout: float) -> str:
+        """The next line (without ``\\n``); :class:`SutFailure` on EOF, timeout or overlong line."""
+        ...
+
+    def unsolicited(self) -> str | None:
+        """Output the SUT wrote without being asked (None if none); never blocks."""
+        ...
+
+    def close(self, grace: float) -> int | None:
+        """End the SUT: wait ``grace`` seconds for it to exit, then kill it and reap it.
+
+        Returns its exit status if it exited by itself, None if it had to be killed.
+        """
+        ...
+
+    def stderr_tail(self) -> str:
+        """The end of what the SUT logged (for failure reports)."""
+        ...
+
+
+class SutFactory(Protocol):
+    """Starts one SUT worker per call; ``close`` releases anything kept in reserve."""
+
+    @property
+    def description(self) -> str:
+        """How the SUT is run, for reports (the command line, or 'in-process ...')."""
+        ...
+
+    def start(self, worker: str) -> Channel: ...
+
+    def close(self) -> None: ...
+
+
+def _cut_line(buffer: bytearray, worker: str) -> str | None:
+    """Take one complete line off ``buffer``; enforce the line limit on what is there."""
+    newline = buffer.find(b"\n")
+    if newline < 0:
+        if len(buffer) > MAX_LINE_BYTES:
+            raise SutFailure(
+                Rule.LINE_TOO_LONG,
+                f"more than {MAX_LINE_BYTES} bytes without a newline "
+                f"(starts {bytes(buffer[:60])!r})",
+                worker,
+            )
+        return None
+    if newline > MAX_LINE_BYTES:
+        raise SutFailure(
+            Rule.LINE_TOO_LONG,
+            f"a line of {newline} bytes; the limit is {MAX_LINE_BYTES}",
+            worker,
+        )
+    raw = bytes(buffer[:newline])
+    del buffer[: newline + 1]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SutFailure(
+            Rule.MESSAGE_SCHEMA, f"a line that is not UTF-8 ({exc.reason}): {raw[:60]!r}", worker
+        ) from None
+
+
+class SubprocessChannel:
+    """One SUT worker process, spoken to over non-blocking pipes with deadlines."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stderr: IO[bytes], worker: str) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self._stderr = stderr
+        self._worker = worker
+        self._in = proc.stdin.fileno()
+        self._out = proc.stdout.fileno()
+        for fd in (self._in, self._out):
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        self._buffer = bytearray()
+        self._eof = False
+        self._closed = False
+        self._tail: str | None = None
+
+    @property
+    def worker(self) -> str:
+        return self._worker
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    def _exited(self, doing: str) -> SutFailure:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=0.5)
+        status = self._proc.returncode
+        how = "is still running" if status is None else f"exited with status {status}"
+        return SutFailure(
+            Rule.SUT_CRASH, f"the SUT closed its output ({how}) while {doing}", self._worker
+        )
+
+    def send(self, line: str, timeout: float) -> None:
+        data = memoryview((line + "\n").encode("utf-8"))
+        deadline = time.monotonic() + timeout
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SutFailure(
+                    Rule.SUT_HANG,
+                    f"the SUT did not read its input for {timeout:g}s",
+                    self._worker,
+                )
+            try:
+                _, writable, _ = select.select([], [self._in], [], remaining)
+                if not writable:
+                    continue
+                written = os.write(self._in, data)
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError) as exc:
+                if isinstance(exc, OSError) and exc.errno not in (errno.EPIPE, errno.EBADF):
+                    raise
+                raise self._exited("the harness was writing to it") from None
+            data = data[written:]
+
+    def _fill(self, timeout: float) -> bool:
+        """Read what is available within ``timeout``; False when nothing came."""
+        readable, _, _ = select.select([self._out], [], [], max(timeout, 0.0))
+        if not readable:
+            return False
+        try:
+            chunk = os.read(self._out, _READ_CHUNK)
+        except BlockingIOError:
+            return False
+        if chunk:
+            self._buffer += chunk
+        else:
+            self._eof = True
+        return True
+
+    def receive(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = _cut_line(self._buffer, self._worker)
+            if line is not None:
+                return line
+            if self._eof:
+                tail = f" (unterminated output {bytes(self._buffer[:60])!r})" if self._buffer else ""
+                raise self._exited(f"an answer was due{tail}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SutFailure(
+                    Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
+                )
+            self._fill(remaining)
+
+    def unsolicited(self) -> str | None:
+        while self._fill(0.0) and not self._eof:
+            pass
+        line = _cut_line(self._buffer, self._worker)
+        if line is not None:
+            return line
+        if self._buffer:
+            return bytes(self._buffer[:200]).decode("utf-8", "replace")
+        if self._eof:
+            raise self._exited("it had nothing to answer")
+        return None
+
+    def close(self, grace: float) -> int | None:
+        if self._closed:
+            return self._proc.returncode
+        self._closed = True
+        status: int | None
+        try:
+            status = self._proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            status = None
+        # Kill the whole group, the SUT's own children included, then reap the leader.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._tail = self._read_tail()
+        self._stderr.close()
+        return status
+
+    def stderr_tail(self) -> str:
+        return self._tail if self._tail is not None else self._read_tail()
+
+    def _read_tail(self) -> str:
+        try:
+            size = self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, size - _STDERR_TAIL))
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    stderr = tempfile.TemporaryFile()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+            env=env,
+            bufsize=0,
+        )
+    except OSError as exc:
+        stderr.close()
+        raise SutFailure(
+            Rule.SUT_CRASH, f"cannot start {' '.join(argv)!r}: {exc.strerror or exc}"
+        ) from None
+    return proc, stderr
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+class SubprocessSut:
+    """Runs the SUT command once per worker, keeping ``prefetch`` processes started ahead.
+
+    Starting an interpreter costs tens of milliseconds; starting the next run's
+    processes while the current run talks to its own hides most of it. Every
+    process ever started is killed with its group and reaped by :meth:`close`
+    or by its channel's ``close``. ``started`` lists their pids (tests use it
+    to prove nothing is left behind).
+    """
+
+    def __init__(
+        self, argv: Sequence[str], *, prefetch: int = 2, env: dict[str, str] | None = None
+    ) -> None:
+        if not argv:
+            raise ValueError("the SUT command is empty: give the program to run after --")
+        self.argv = tuple(argv)
+        self.prefetch = prefetch
+        self.env = env
+        self.started: list[int] = []
+        self._spare: collections.deque[tuple[subprocess.Popen[bytes], IO[bytes]]] = (
+            collections.deque()
+        )
+
+    @property
+    def description(self) -> str:
+        return " ".join(self.argv)
+
+    def _new(self) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+        proc, stderr = _spawn(self.argv, self.env)
+        self.started.append(proc.pid)
+        return proc, stderr
+
+    def start(self, worker: str) -> Channel:
+        proc, stderr = self._spare.popleft() if self._spare else self._new()
+        while len(self._spare) < self.prefetch:
+            self._spare.append(self._new())
+        return SubprocessChannel(proc, stderr, worker)
+
+    def close(self) -> None:
+        while self._spare:
+            proc, stderr = self._spare.popleft()
+            _kill(proc)
+            stderr.close()
+
+    def __enter__(self) -> SubprocessSut:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LineIO(Protocol):
+    """The SUT side of a channel: read the harness's lines, write the SUT's."""
+
+    def read_line(self) -> str | None:
+        """The next line without its newline; None at end of input."""
+        ...
+
+    def write_line(self, line: str) -> None: ...
+
+
+_EOF = object()
+
+
+class _QueueIO:
+    def __init__(self, inbound: queue.Queue[str | None], outbound: queue.Queue[object]) -> None:
+        self._inbound = inbound
+        self._outbound = outbound
+
+    def read_line(self) -> str | None:
+        return self._inbound.get()
+
+    def write_line(self, line: str) -> None:
+        self._outbound.put(line)
+
+
+class ThreadChannel:
+    """A SUT session running in a thread of this process, fed the same lines as a subprocess.
+
+    ``target`` is the session's serve loop: it reads lines from the
+    :class:`LineIO` it is given and returns its exit status. An exception in
+    it is a crash (its traceback is the "stderr"). The messages are the very
+    text lines a subprocess would exchange, so the in-process path checks the
+    same wire.
+    """
+
+    def __init__(self, target: Callable[[LineIO], int], worker: str) -> None:
+        self._worker = worker
+        self._inbound: queue.Queue[str | None] = queue.Queue()
+        self._outbound: queue.Queue[object] = queue.Queue()
+        self._status: int | None = None
+        self._log = ""
+        self._thread = threading.Thread(
+            target=self._run, args=(target,), name=f"sut-{worker}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, target: Callable[[LineIO], int]) -> None:
+        try:
+            self._status = target(_QueueIO(self._inbound, self._outbound))
+        except BaseException:
+            self._log = traceback.format_exc()
+            self._status = 1
+        finally:
+            self._outbound.put(_EOF)
+
+    @property
+    def worker(self) -> str:
+        return self._worker
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    def send(self, line: str, timeout: float) -> None:
+        if not self._thread.is_alive():
+            raise SutFailure(
+                Rule.SUT_CRASH,
+                f"the SUT session ended (status {self._status}) before the harness wrote to it",
+                self._worker,
+            )
+        self._inbound.put(line)
+
+    def _check(self, item: object) -> str:
+        if item is _EOF:
+            raise SutFailure(
+                Rule.SUT_CRASH,
+                f"the SUT session ended (status {self._status}) while an answer was due",
+                self._worker,
+            )
+        assert isinstance(item, str)
+        size = len(item.encode("utf-8", "surrogatepass"))
+        if "\n" in item or size > MAX_LINE_BYTES:
+            raise SutFailure(
+                Rule.LINE_TOO_LONG,
+                f"a line of {size} bytes; the limit is {MAX_LINE_BYTES}",
+                self._worker,
+            )
+        return item
+
+    def receive(self, timeout: float) -> str:
+        try:
+            item = self._outbound.get(timeout=timeout)
+        except queue.Empty:
+            raise SutFailure(
+                Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
+            ) from None
+        return self._check(item)
+
+    def unsolicited(self) -> str | None:
+        try:
+            item = self._outbound.get_nowait()
+        except queue.Empty:
+            return None
+        if item is _EOF:
+            self._outbound.put(_EOF)
+        return self._check(item)
+
+    def close(self, grace: float) -> int | None:
+        self._inbound.put(None)
+        self._thread.join(grace)
+        return None if self._thread.is_alive() else self._status
+
+    def stderr_tail(self) -> str:
+        return self._log[-_STDERR_TAIL:]

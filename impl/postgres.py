@@ -1,0 +1,1014 @@
+"""A durable :class:`~fencepost.impl.stores.Store` in PostgreSQL, for publishers on many machines.
+
+Connection: ``PostgresStore(dsn)``; with no ``dsn`` the URL comes from the
+environment variable ``FENCEPOST_DATABASE_URL`` (docs/postgres.md). Tables live
+in one PostgreSQL schema (``fencepost`` by default), so several deployments or
+test runs can share a database without seeing each other.
+
+**Isolation level: READ COMMITTED, autocommit, one statement per operation.**
+Every conditional write (publication revision, checkpoint generation, first
+outcome) is ONE SQL statement that locks the row it decides on and writes it
+under that lock: ``SELECT ... FOR UPDATE`` / ``INSERT ... ON CONFLICT DO
+UPDATE`` always see the *latest committed* version of the row (PostgreSQL
+re-reads a concurrently updated row under the lock in READ COMMITTED), so the
+check "is the revision still r?" and the write of ``r + 1`` are one atomic step
+and two writers that read the same revision cannot both win. Because the
+locked row is also what a losing write returns, a :class:`~.stores.Conflict`
+carries the record that was current at the moment the write lost, not an
+older snapshot. A read is one statement whose snapshot is taken after it was
+invoked and before it returns, and contains every write committed before it,
+so reads of the record and the checkpoint vector are linearizable too (and a
+vector read from one statement is never torn across partitions). Stronger
+levels would add nothing that this needs: REPEATABLE READ would turn a lost
+race into a serialization error instead of returning the current record, and
+SERIALIZABLE would add retries (each a definite failure) without adding
+guarantees: no operation reads one row to decide the write of another. The two
+multi-statement operations (creating a stream, adding a membership epoch)
+serialize on the stream's row lock, taken by their first statement.
+``synchronous_commit`` is forced ``on`` per session, so an acknowledged write
+has reached the server's write-ahead log on disk: a crash never takes it back.
+
+**Definite vs indefinite failures.** A statement can only have taken effect if
+it reached the server. The store knows it did *not* when: no connection could
+be opened or taken from the pool (the statement is sent only on an open
+connection); the connection was found closed or with unread bytes (a closing
+server's FATAL, an EOF) *before* sending, in which case it is discarded and
+another is used; or the server answered with an ``ERROR`` (in autocommit the
+statement's implicit transaction is then rolled back). These raise
+:class:`~.stores.DefiniteStoreError`. Every other failure after the statement
+was handed to the socket (a dropped connection, a ``FATAL``/``PANIC`` mid
+statement, no reply within ``op_timeout``) raises
+:class:`~.stores.IndefiniteStoreError`: the server may have committed before
+the reply was lost, and only an authoritative reread settles it. psycopg does
+not report how many bytes of a failed send reached the server, so a failure
+while sending is indefinite too (conservatively: it is rare, and rereading is
+always safe).
+
+**Values are stored exactly.** Integer coordinates are ``numeric`` (passed as
+``Decimal``: no digit limit short of PostgreSQL's 131072), string coordinates
+continuation tokens and names (stream, partition, scope, op_id, event id,
+outcome) are ``bytea`` holding their UTF-8 bytes: PostgreSQL ``text`` cannot
+hold U+0000, and a name must round-trip byte for byte whatever it contains
+(``bytea`` order is also UTF-8 byte order, which is code-point order). Epochs
+are ``numeric`` too; revisions and generations are ``bigint`` (they grow by one
+per write). Membership bodies are ASCII JSON (every non-ASCII character
+escaped) in a ``text`` column.
+
+**Migrations** are numbered steps in :data:`MIGRATIONS`, recorded in the
+schema's ``schema_version`` table and applied at open inside one transaction
+holding a transaction-scoped advisory lock derived from the schema name, so
+concurrent starters never race: the first applies, the others wait and find
+the work done. A schema written by a newer fencepost is refused.
+
+Fork safety: a :class:`PostgresStore` owns a connection pool with background
+threads; create it in the process that uses it (after ``fork``), never share
+one across processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import os
+import select
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.cuts import NOTHING, Cut, Endpoint
+from fencepost.impl.errors import InvalidValue
+from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
+from fencepost.impl.stores import (
+    Applied,
+    CheckpointApplied,
+    CheckpointConflict,
+    CheckpointWrite,
+    Conflict,
+    DefiniteStoreError,
+    IndefiniteStoreError,
+    PublicationWrite,
+    StoreError,
+    StoreOpenError,
+    UnknownStream,
+    admit_checkpoint,
+    admit_membership,
+    check_name,
+    check_revision,
+)
+
+#: The environment variable holding the PostgreSQL URL when no DSN is given.
+DSN_ENV = "FENCEPOST_DATABASE_URL"
+
+#: The PostgreSQL schema holding fencepost's tables unless another is named.
+DEFAULT_SCHEMA = "fencepost"
+
+_BIGINT_MAX = 2**63 - 1
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+
+#: Schema migrations: ``(version, description, statements)``; ``{s}`` is the quoted
+#: schema name. Append new steps; never edit a released one.
+MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (
+        1,
+        "streams, memberships, members, publications, checkpoints, outcomes",
+        (
+            """CREATE TABLE {s}.streams (
+                stream bytea PRIMARY KEY,
+                initial_epoch numeric NOT NULL CHECK (initial_epoch >= 0 AND scale(initial_epoch) = 0),
+                current_epoch numeric NOT NULL CHECK (current_epoch >= initial_epoch)
+            )""",
+            """CREATE TABLE {s}.memberships (
+                stream bytea NOT NULL REFERENCES {s}.streams (stream),
+                epoch numeric NOT NULL CHECK (epoch >= 0 AND scale(epoch) = 0),
+                body text NOT NULL,
+                PRIMARY KEY (stream, epoch)
+            )""",
+            # One row per member: what checkpoints reference, so the database itself
+            # refuses a checkpoint whose epoch has no durable membership naming it, or
+            # whose coordinate type does not fit the member's order.
+            """CREATE TABLE {s}.members (
+                stream bytea NOT NULL,
+                epoch numeric NOT NULL,
+                partition bytea NOT NULL,
+                coordinate text NOT NULL CHECK (coordinate IN ('int', 'str')),
+                PRIMARY KEY (stream, epoch, partition),
+                UNIQUE (stream, epoch, partition, coordinate),
+                FOREIGN KEY (stream, epoch) REFERENCES {s}.memberships (stream, epoch)
+            )""",
+            """CREATE TABLE {s}.publications (
+                stream bytea PRIMARY KEY REFERENCES {s}.streams (stream),
+                epoch numeric NOT NULL CHECK (epoch >= 0 AND scale(epoch) = 0),
+                cut_kind text NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
+                cut_int numeric CHECK (scale(cut_int) = 0),
+                cut_str bytea,
+                revision bigint NOT NULL CHECK (revision >= 0),
+                op_id bytea,
+                CHECK ((cut_kind = 'nothing') = (num_nonnulls(cut_int, cut_str) = 0)),
+                CHECK (num_nonnulls(cut_int, cut_str) <= 1)
+            )""",
+            """CREATE TABLE {s}.checkpoints (
+                stream bytea NOT NULL,
+                epoch numeric NOT NULL,
+                partition bytea NOT NULL,
+                cut_kind text NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
+                cut_int numeric CHECK (scale(cut_int) = 0),
+                cut_str bytea,
+                coordinate text GENERATED ALWAYS AS (
+                    CASE WHEN cut_int IS NOT NULL THEN 'int'
+                         WHEN cut_str IS NOT NULL THEN 'str' END) STORED,
+                token bytea,
+                generation bigint NOT NULL CHECK (generation >= 1),
+                scope bytea NOT NULL,
+                finality text NOT NULL CHECK (finality IN ('final', 'provisional')),
+                write_id uuid NOT NULL,
+                PRIMARY KEY (stream, epoch, partition),
+                CONSTRAINT checkpoint_member FOREIGN KEY (stream, epoch, partition)
+                    REFERENCES {s}.members (stream, epoch, partition),
+                CONSTRAINT checkpoint_order FOREIGN KEY (stream, epoch, partition, coordinate)
+                    REFERENCES {s}.members (stream, epoch, partition, coordinate),
+                CHECK ((cut_kind = 'nothing') = (num_nonnulls(cut_int, cut_str) = 0)),
+                CHECK (num_nonnulls(cut_int, cut_str) <= 1)
+            )""",
+            """CREATE TABLE {s}.outcomes (
+                stream bytea NOT NULL REFERENCES {s}.streams (stream),
+                event_id bytea NOT NULL,
+                outcome bytea NOT NULL,
+                PRIMARY KEY (stream, event_id)
+            )""",
+        ),
+    ),
+)
+
+#: The newest schema version this code knows.
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a PostgreSQL identifier, quoted (``"a""b"`` for ``a"b``)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def redact(dsn: str) -> str:
+    """``dsn`` without its password, fit for an error message or a log line."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable PostgreSQL URL>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo("", **params)
+
+
+def _migration_lock_key(schema: str) -> int:
+    """A stable signed 64-bit advisory-lock key for migrating ``schema``."""
+    digest = hashlib.sha256(f"fencepost-migrate:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+# --- values <-> columns --------------------------------------------------------------
+
+
+def _name(value: object, field: str) -> bytes:
+    """A name as stored: its UTF-8 bytes (refused by name when it has none)."""
+    return check_name(value, field).encode("utf-8")
+
+
+def _str(value: bytes | memoryview) -> str:
+    return bytes(value).decode("utf-8")
+
+
+def _epoch(value: object, field: str) -> int:
+    return check_revision(value, field)
+
+
+def _counter(value: int, field: str) -> int:
+    if value > _BIGINT_MAX:
+        raise DefiniteStoreError(
+            f"{field} {value} does not fit the PostgreSQL store (at most 2**63-1); "
+            "counters that large are not meaningful"
+        )
+    return value
+
+
+def encode_cut(cut: Cut) -> tuple[str, Decimal | None, bytes | None]:
+    """``(kind, integer coordinate, UTF-8 string coordinate)``: exact for any coordinate."""
+    if cut.endpoint is Endpoint.NOTHING:
+        return ("nothing", None, None)
+    if type(cut.at) is int:
+        return (cut.endpoint.value, Decimal(cut.at), None)
+    assert type(cut.at) is str
+    return (cut.endpoint.value, None, cut.at.encode("utf-8"))
+
+
+def decode_cut(kind: str, at_int: Decimal | None, at_str: bytes | None) -> Cut:
+    """The inverse of :func:`encode_cut`."""
+    if kind == "nothing":
+        return NOTHING
+    if at_int is not None:
+        return Cut(Endpoint(kind), int(at_int))
+    if at_str is not None:
+        return Cut(Endpoint(kind), bytes(at_str).decode("utf-8"))
+    raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
+
+
+def _record(row: Row) -> PublicationRecord:
+    epoch, kind, at_int, at_str, revision, op_id = row
+    return PublicationRecord(
+        int(epoch), decode_cut(kind, at_int, at_str), revision, None if op_id is None else _str(op_id)
+    )
+
+
+def _checkpoint(row: Row) -> Checkpoint:
+    partition, epoch, kind, at_int, at_str, token, generation, scope, finality = row
+    return Checkpoint(
+        partition=_str(partition),
+        cut=decode_cut(kind, at_int, at_str),
+        token=None if token is None else _str(token),
+        generation=generation,
+        scope=_str(scope),
+        epoch=int(epoch),
+        finality=Finality(finality),
+    )
+
+
+def _membership_body(membership: Membership) -> str:
+    # ensure_ascii: the body is plain ASCII, so any name survives the text column.
+    return json.dumps(membership_to_json(membership), sort_keys=True, ensure_ascii=True)
+
+
+def _coordinate_type(membership: Membership, partition: str) -> str:
+    return "int" if membership.order_of(partition).kind == "integer" else "str"
+
+
+_RECORD_COLUMNS = "epoch, cut_kind, cut_int, cut_str, revision, op_id"
+_CHECKPOINT_COLUMNS = (
+    "partition, epoch, cut_kind, cut_int, cut_str, token, generation, scope, finality"
+)
+
+
+# --- the per-operation deadline --------------------------------------------------------
+
+
+class _Deadlines:
+    """Shuts down a connection's socket when its operation outlives its deadline.
+
+    psycopg's blocking calls have no timeout of their own, and a reply that never
+    comes (a peer that vanished without a reset) would block a publisher forever.
+    Shutting the socket down makes the pending call fail at once, which the store
+    reports as indefinite. One daemon thread serves every connection of a store;
+    an entry is removed, under the lock, before its connection goes back to the
+    pool, so a late expiry can never hit the connection's next user.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._live: dict[int, int] = {}  # ticket -> our duplicate of the socket's fd
+        self._tickets = itertools.count()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, fd: int, seconds: float) -> int:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="fencepost-pg-deadlines", daemon=True
+                )
+                self._thread.start()
+            ticket = next(self._tickets)
+            # A duplicate keeps the socket itself (not a number the kernel could reuse
+            # for another connection once psycopg closes its fd) until disarmed.
+            self._live[ticket] = os.dup(fd)
+            heapq.heappush(self._heap, (time.monotonic() + seconds, ticket))
+            self._cond.notify()
+            return ticket
+
+    def disarm(self, ticket: int) -> None:
+        with self._cond:
+            fd = self._live.pop(ticket, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            for fd in self._live.values():
+                os.close(fd)
+            self._live.clear()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, ticket = self._heap[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                fd = self._live.pop(ticket)
+                sock = socket.socket(fileno=fd)  # takes ownership of our duplicate
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+
+
+# --- the store ---------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """All streams of one PostgreSQL schema; thread-safe; one per process.
+
+    ``dsn``: a libpq URL or key/value string (default: ``$FENCEPOST_DATABASE_URL``).
+    ``schema``: the PostgreSQL schema holding the tables (created if missing).
+    ``min_connections``/``max_connections``: the pool's bounds.
+    ``connect_timeout``: seconds to open the store or wait for a free connection
+    (a :class:`~.stores.DefiniteStoreError` after that: nothing was sent).
+    ``op_timeout``: seconds one statement may take before the store gives up on
+    its reply (an :class:`~.stores.IndefiniteStoreError`: it may have committed).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        min_connections: int = 1,
+        max_connections: int = 4,
+        connect_timeout: float = 10.0,
+        op_timeout: float = 30.0,
+        application_name: str = "fencepost",
+    ) -> None:
+        if dsn is None:
+            dsn = os.environ.get(DSN_ENV, "")
+            if not dsn:
+                raise StoreOpenError(
+                    f"${DSN_ENV}",
+                    f"no PostgreSQL URL given: pass one (postgresql://user@host:5432/db) "
+                    f"or set {DSN_ENV}",
+                )
+        if type(schema) is not str or not schema or "\x00" in schema or len(schema) > 63:
+            raise InvalidValue("schema", schema, "a PostgreSQL schema name of 1 to 63 characters")
+        for name, value in (("min_connections", min_connections), ("max_connections", max_connections)):
+            if type(value) is not int or value < 1:
+                raise InvalidValue(name, value, "a positive integer is required")
+        if max_connections < min_connections:
+            raise InvalidValue("max_connections", max_connections, "must be >= min_connections")
+        for name, seconds in (("connect_timeout", connect_timeout), ("op_timeout", op_timeout)):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+                raise InvalidValue(name, seconds, "a positive number of seconds is required")
+        self.dsn = dsn
+        self.location = redact(dsn)
+        self.schema = schema
+        self.op_timeout = float(op_timeout)
+        self.connect_timeout = float(connect_timeout)
+        self._s = quote_ident(schema)
+        self._memberships: dict[tuple[str, int], Membership] = {}
+        self._deadlines = _Deadlines()
+        try:
+            conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise StoreOpenError(self.location, f"not a PostgreSQL URL: {exc}") from None
+        statement_timeout_ms = int(self.op_timeout * 1000)
+        settings = (
+            "SET synchronous_commit = on; "
+            "SET default_transaction_isolation = 'read committed'; "
+            f"SET statement_timeout = {statement_timeout_ms}"
+        )
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(settings)
+
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
+            psycopg_pool.ConnectionPool(
+                dsn,
+                min_size=min_connections,
+                max_size=max_connections,
+                kwargs={
+                    "autocommit": True,
+                    "connect_timeout": max(1, int(connect_timeout)),
+                    "application_name": application_name,
+                    "keepalives": 1,
+                    "keepalives_idle": 10,
+                    "keepalives_interval": 5,
+                    "keepalives_count": 3,
+                },
+                configure=configure,
+                open=False,
+                timeout=connect_timeout,
+                name=f"fencepost-{schema}",
+            )
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except psycopg_pool.PoolTimeout:
+            self._pool.close()
+            raise StoreOpenError(self.location, self._unreachable()) from None
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # --- opening -------------------------------------------------------------------
+
+    def _unreachable(self) -> str:
+        """Why no connection could be opened, asked directly so the message says it."""
+        try:
+            with psycopg.connect(self.dsn, connect_timeout=max(1, int(self.connect_timeout))):
+                pass
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return (
+                f"cannot connect to PostgreSQL ({reason}); is the server running and the URL "
+                f"right? (set {DSN_ENV} or pass the URL)"
+            )
+        return f"no connection became ready within {self.connect_timeout:g}s"
+
+    def _migrate(self) -> None:
+        """Bring the schema to :data:`SCHEMA_VERSION` under the migration advisory lock."""
+        s = self._s
+        with self._connection() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock(%s)", (_migration_lock_key(self.schema),)
+                    )
+                    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+                    conn.execute(
+                        f"CREATE TABLE IF NOT EXISTS {s}.schema_version ("
+                        "version integer PRIMARY KEY, description text NOT NULL, "
+                        "applied_at timestamptz NOT NULL DEFAULT now())"
+                    )
+                    applied = {
+                        int(v) for (v,) in conn.execute(f"SELECT version FROM {s}.schema_version")
+                    }
+                    newest = max(applied, default=0)
+                    if newest > SCHEMA_VERSION:
+                        raise StoreOpenError(
+                            self.location,
+                            f"schema {self.schema!r} is at version {newest}, newer than this "
+                            f"fencepost knows ({SCHEMA_VERSION}); upgrade fencepost to use it",
+                        )
+                    for version, description, statements in MIGRATIONS:
+                        if version in applied:
+                            continue
+                        for statement in statements:
+                            conn.execute(statement.format(s=s))  # type: ignore[arg-type]
+                        conn.execute(
+                            f"INSERT INTO {s}.schema_version (version, description) "
+                            "VALUES (%s, %s)",
+                            (version, description),
+                        )
+            except psycopg.Error as exc:
+                raise StoreOpenError(
+                    self.location, f"could not migrate schema {self.schema!r}: {exc}"
+                ) from exc
+
+    @property
+    def schema_version(self) -> int:
+        """The newest migration applied to this store's schema."""
+        rows = self._run(f"SELECT max(version) FROM {self._s}.schema_version", (), write=False)
+        return int(rows[0][0])
+
+    # --- connections and error mapping -------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection known, before anything is sent on it, to be usable.
+
+        A connection the server closed while it sat in the pool (a restart, an
+        idle timeout) shows up as unread bytes (its FATAL) or end of file: it is
+        discarded and another is taken. No statement was sent on it, so this is
+        never a reason to report a failure.
+        """
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                conn = self._pool.getconn(timeout=max(remaining, 0.001))
+            except psycopg_pool.PoolTimeout:
+                raise DefiniteStoreError(
+                    f"{self.location}: no PostgreSQL connection within "
+                    f"{self.connect_timeout:g}s; nothing was sent (is the server up?)"
+                ) from None
+            except psycopg_pool.PoolClosed:
+                raise DefiniteStoreError(
+                    f"{self.location}: this PostgresStore is closed; open a new store"
+                ) from None
+            if self._usable(conn):
+                break
+            conn.close()
+            self._pool.putconn(conn)
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    @staticmethod
+    def _usable(conn: psycopg.Connection[Any]) -> bool:
+        if conn.closed or conn.broken:
+            return False
+        try:
+            fd = conn.fileno()
+        except psycopg.Error:
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        # An idle connection has nothing to read: anything there means the server
+        # is closing it (or already has).
+        return not poller.poll(0)
+
+    def _run(
+        self, query: str, params: Sequence[object], *, write: bool, what: str = ""
+    ) -> list[Row]:
+        """Run one statement; its rows, or the failure mapped to definite/indefinite."""
+        return self._with_connection(lambda conn: _fetch(conn, query, params), write, what)
+
+    def _with_connection(
+        self, body: Callable[[psycopg.Connection[Any]], T], write: bool, what: str
+    ) -> T:
+        label = what or ("write" if write else "read")
+        with self._connection() as conn:
+            ticket = self._deadlines.arm(conn.fileno(), self.op_timeout)
+            try:
+                return body(conn)
+            except psycopg.Error as exc:
+                raise self._failure(exc, label) from exc
+            finally:
+                self._deadlines.disarm(ticket)
+
+    def _failure(self, exc: psycopg.Error, label: str) -> StoreError:
+        diag = exc.diag
+        severity = diag.severity_nonlocalized if exc.sqlstate else None
+        if exc.sqlstate and severity == "ERROR":
+            # The server answered with an error: the implicit transaction rolled back.
+            return DefiniteStoreError(
+                f"{self.location}: PostgreSQL refused the {label} ({exc.sqlstate}: "
+                f"{diag.message_primary or exc}); nothing was applied"
+            )
+        return IndefiniteStoreError(
+            f"{self.location}: the {label}'s reply was lost ({str(exc).strip() or type(exc).__name__});"
+            " it may or may not have been applied: reread before deciding"
+        )
+
+    # --- memberships ---------------------------------------------------------------
+
+    def create_stream(self, stream: str, membership: Membership) -> PublicationRecord:
+        key = _name(stream, "stream")
+        if not isinstance(membership, Membership):
+            raise InvalidValue("membership", membership, "a Membership is required")
+        s = self._s
+        body = _membership_body(membership)
+        epoch = Decimal(membership.epoch)
+
+        def create(conn: psycopg.Connection[Any]) -> PublicationRecord:
+            with conn.transaction():
+                created = conn.execute(
+                    f"INSERT INTO {s}.streams (stream, initial_epoch, current_epoch) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (stream) DO NOTHING RETURNING stream",
+                    (key, epoch, epoch),
+                ).fetchone()
+                if created is None:
+                    # It exists (our INSERT waited for any concurrent creator to commit):
+                    # lock it and compare the first membership.
+                    row = conn.execute(
+                        f"SELECT m.body FROM {s}.streams t JOIN {s}.memberships m "
+                        "ON m.stream = t.stream AND m.epoch = t.initial_epoch "
+                        "WHERE t.stream = %s FOR SHARE OF t",
+                        (key,),
+                    ).fetchone()
+                    assert row is not None
+                    first = membership_from_json(json.loads(row[0]), "stored membership")
+                    if first != membership:
+                        raise DefiniteStoreError(
+                            f"stream {stream!r} already exists with another first membership; "
+                            "use write_membership to add a new epoch, or another stream name"
+                        )
+                    rec = conn.execute(
+                        f"SELECT {_RECORD_COLUMNS} FROM {s}.publications WHERE stream = %s",
+                        (key,),
+                    ).fetchone()
+                    assert rec is not None
+                    return _record(rec)
+                self._insert_membership(conn, key, membership, body)
+                conn.execute(
+                    f"INSERT INTO {s}.publications (stream, epoch, cut_kind, revision) "
+                    "VALUES (%s, %s, 'nothing', 0)",
+                    (key, epoch),
+                )
+                return PublicationRecord(epoch=membership.epoch)
+
+        return self._with_connection(create, True, "stream creation")
+
+    def _insert_membership(
+        self, conn: psycopg.Connection[Any], stream: bytes, membership: Membership, body: str
+    ) -> None:
+        s = self._s
+        epoch = Decimal(membership.epoch)
+        conn.execute(
+            f"INSERT INTO {s}.memberships (stream, epoch, body) VALUES (%s, %s, %s)",
+            (stream, epoch, body),
+        )
+        members = sorted(membership.partitions)
+        if members:
+            conn.execute(
+                f"INSERT INTO {s}.members (stream, epoch, partition, coordinate) "
+                "SELECT %s, %s, p, c FROM unnest(%s::bytea[], %s::text[]) AS u(p, c)",
+                (
+                    stream,
+                    epoch,
+                    [p.encode("utf-8") for p in members],
+                    [_coordinate_type(membership, p) for p in members],
+                ),
+            )
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        key = _name(stream, "stream")
+        s = self._s
+        if epoch is not None:
+            _epoch(epoch, "epoch")
+            cached = self._memberships.get((stream, epoch))
+            if cached is not None:
+                return cached
+        rows = self._run(
+            f"SELECT m.epoch, m.body, (SELECT array_agg(epoch ORDER BY epoch) FROM "
+            f"{s}.memberships WHERE stream = t.stream) FROM {s}.streams t "
+            f"LEFT JOIN {s}.memberships m ON m.stream = t.stream "
+            + ("AND m.epoch = t.current_epoch " if epoch is None else "AND m.epoch = %s ")
+            + "WHERE t.stream = %s",
+            (key,) if epoch is None else (Decimal(epoch), key),
+            write=False,
+            what="membership read",
+        )
+        if not rows:
+            raise _unknown(stream)
+        found_epoch, body, epochs = rows[0]
+        if body is None:
+            stored = ", ".join(str(int(e)) for e in epochs or [])
+            raise DefiniteStoreError(
+                f"stream {stream!r} has no membership for epoch {epoch} (epochs stored: {stored})"
+            )
+        membership = membership_from_json(json.loads(body), f"memberships[{stream}][{found_epoch}]")
+        self._memberships[(stream, membership.epoch)] = membership
+        return membership
+
+    def write_membership(self, stream: str, membership: Membership) -> None:
+        key = _name(stream, "stream")
+        if not isinstance(membership, Membership):
+            raise InvalidValue("membership", membership, "a Membership is required")
+        s = self._s
+        body = _membership_body(membership)
+
+        def write(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                # The stream's row lock serializes membership writes: the next
+                # statement's snapshot contains every epoch committed before it.
+                if conn.execute(
+                    f"SELECT 1 FROM {s}.streams WHERE stream = %s FOR UPDATE", (key,)
+                ).fetchone() is None:
+                    raise _unknown(stream)
+                stored = {
+                    int(e): membership_from_json(json.loads(b), f"memberships[{stream}][{e}]")
+                    for e, b in conn.execute(
+                        f"SELECT epoch, body FROM {s}.memberships WHERE stream = %s", (key,)
+                    )
+                }
+                if admit_membership(stream, stored, membership):
+                    self._insert_membership(conn, key, membership, body)
+                    conn.execute(
+                        f"UPDATE {s}.streams SET current_epoch = %s WHERE stream = %s",
+                        (Decimal(membership.epoch), key),
+                    )
+
+        self._with_connection(write, True, "membership write")
+
+    # --- publication ---------------------------------------------------------------
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        key = _name(stream, "stream")
+        rows = self._run(
+            f"SELECT {_RECORD_COLUMNS} FROM {self._s}.publications WHERE stream = %s",
+            (key,),
+            write=False,
+            what="publication read",
+        )
+        if not rows:
+            raise _unknown(stream)
+        return _record(rows[0])
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        key = _name(stream, "stream")
+        check_revision(expected_revision, "expected_revision")
+        op_key = _name(op_id, "op_id")
+        new_record = PublicationRecord(epoch, cut, expected_revision + 1, op_id)
+        _counter(expected_revision + 1, "revision")
+        kind, at_int, at_str = encode_cut(cut)
+        s = self._s
+        # One statement: lock the record (the latest committed version), write it
+        # iff its revision is the expected one, and return either the new record
+        # or the one that made the write lose.
+        rows = self._run(
+            f"""WITH current AS (
+                    SELECT * FROM {s}.publications WHERE stream = %(stream)s FOR UPDATE
+                ), written AS (
+                    UPDATE {s}.publications p
+                    SET epoch = %(epoch)s, cut_kind = %(kind)s, cut_int = %(at_int)s,
+                        cut_str = %(at_str)s, revision = p.revision + 1, op_id = %(op_id)s
+                    FROM current
+                    WHERE p.stream = current.stream AND current.revision = %(expected)s
+                    RETURNING true AS applied, p.epoch, p.cut_kind, p.cut_int, p.cut_str,
+                              p.revision, p.op_id
+                )
+                SELECT * FROM written
+                UNION ALL
+                SELECT false, epoch, cut_kind, cut_int, cut_str, revision, op_id FROM current
+                WHERE NOT EXISTS (SELECT 1 FROM written)""",
+            {
+                "stream": key,
+                "epoch": Decimal(epoch),
+                "kind": kind,
+                "at_int": at_int,
+                "at_str": at_str,
+                "op_id": op_key,
+                "expected": expected_revision,
+            },
+            write=True,
+            what="publication write",
+        )
+        if not rows:
+            raise _unknown(stream)
+        applied, *record = rows[0]
+        if applied:
+            stored = _record(tuple(record))
+            if stored != new_record:  # pragma: no cover - a broken server or schema
+                raise DefiniteStoreError(f"stored {stored} differs from the write {new_record}")
+            return Applied(stored)
+        return Conflict(_record(tuple(record)))
+
+    # --- checkpoints ---------------------------------------------------------------
+
+    def read_checkpoint(self, stream: str, epoch: int, partition: str) -> Checkpoint | None:
+        key = _name(stream, "stream")
+        part = _name(partition, "partition")
+        _epoch(epoch, "epoch")
+        s = self._s
+        rows = self._run(
+            f"SELECT c.partition IS NOT NULL, {_prefixed('c', _CHECKPOINT_COLUMNS)} "
+            f"FROM {s}.streams t LEFT JOIN {s}.checkpoints c ON c.stream = t.stream "
+            "AND c.epoch = %s AND c.partition = %s WHERE t.stream = %s",
+            (Decimal(epoch), part, key),
+            write=False,
+            what="checkpoint read",
+        )
+        if not rows:
+            raise _unknown(stream)
+        found, *row = rows[0]
+        return _checkpoint(tuple(row)) if found else None
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
+        key = _name(stream, "stream")
+        _epoch(epoch, "epoch")
+        s = self._s
+        rows = self._run(
+            f"SELECT c.partition IS NOT NULL, {_prefixed('c', _CHECKPOINT_COLUMNS)} "
+            f"FROM {s}.streams t LEFT JOIN {s}.checkpoints c ON c.stream = t.stream "
+            "AND c.epoch = %s WHERE t.stream = %s",
+            (Decimal(epoch), key),
+            write=False,
+            what="checkpoints read",
+        )
+        if not rows:
+            raise _unknown(stream)
+        found = [_checkpoint(tuple(row)) for present, *row in rows if present]
+        # Partition-name order is code-point order, whatever the database's collation.
+        return sorted(found, key=lambda c: c.partition)
+
+    def write_checkpoint(
+        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        key = _name(stream, "stream")
+        if expected_generation is not None:
+            check_revision(expected_generation, "expected_generation")
+            _counter(expected_generation + 1, "generation")
+        if not isinstance(checkpoint, Checkpoint):
+            raise InvalidValue("checkpoint", checkpoint, "a Checkpoint is required")
+        # Memberships never change once written, so a cached one is authoritative.
+        membership = self._membership_for(stream, checkpoint.epoch)
+        admit_checkpoint(stream, membership, checkpoint)
+        generation = 1 if expected_generation is None else expected_generation + 1
+        kind, at_int, at_str = encode_cut(checkpoint.cut)
+        write_id = uuid.uuid4()
+        params = {
+            "stream": key,
+            "epoch": Decimal(checkpoint.epoch),
+            "partition": checkpoint.partition.encode("utf-8"),
+            "kind": kind,
+            "at_int": at_int,
+            "at_str": at_str,
+            "token": None if checkpoint.token is None else checkpoint.token.encode("utf-8"),
+            "generation": generation,
+            "scope": checkpoint.scope.encode("utf-8"),
+            "finality": checkpoint.finality.value,
+            "write_id": write_id,
+            "expected": expected_generation,
+        }
+        s = self._s
+        returned = f"c.write_id = %(write_id)s, {_prefixed('c', _CHECKPOINT_COLUMNS)}"
+        if expected_generation is None:
+            # One statement: insert generation 1, or lock the existing row (even one
+            # committed after this statement's snapshot) and return it unchanged.
+            query = f"""INSERT INTO {s}.checkpoints AS c (stream, epoch, partition, cut_kind,
+                    cut_int, cut_str, token, generation, scope, finality, write_id)
+                VALUES (%(stream)s, %(epoch)s, %(partition)s, %(kind)s, %(at_int)s, %(at_str)s,
+                    %(token)s, %(generation)s, %(scope)s, %(finality)s, %(write_id)s)
+                ON CONFLICT (stream, epoch, partition) DO UPDATE SET write_id = c.write_id
+                RETURNING {returned}"""
+        else:
+            # One statement: lock the row, write it iff its generation is the expected
+            # one, and return the new checkpoint or the newer one that stays.
+            query = f"""WITH current AS (
+                    SELECT * FROM {s}.checkpoints
+                    WHERE stream = %(stream)s AND epoch = %(epoch)s AND partition = %(partition)s
+                    FOR UPDATE
+                ), written AS (
+                    UPDATE {s}.checkpoints c
+                    SET cut_kind = %(kind)s, cut_int = %(at_int)s, cut_str = %(at_str)s,
+                        token = %(token)s, generation = c.generation + 1, scope = %(scope)s,
+                        finality = %(finality)s, write_id = %(write_id)s
+                    FROM current
+                    WHERE c.stream = current.stream AND c.epoch = current.epoch
+                      AND c.partition = current.partition
+                      AND current.generation = %(expected)s
+                    RETURNING {returned}
+                )
+                SELECT * FROM written
+                UNION ALL
+                SELECT false, {_prefixed("c", _CHECKPOINT_COLUMNS)} FROM current c
+                WHERE NOT EXISTS (SELECT 1 FROM written)"""
+        rows = self._run(query, params, write=True, what="checkpoint write")
+        if not rows:
+            return CheckpointConflict(None)
+        applied, *row = rows[0]
+        stored = _checkpoint(tuple(row))
+        return CheckpointApplied(stored) if applied else CheckpointConflict(stored)
+
+    def _membership_for(self, stream: str, epoch: int) -> Membership | None:
+        cached = self._memberships.get((stream, epoch))
+        if cached is not None:
+            return cached
+        try:
+            return self.read_membership(stream, epoch)
+        except UnknownStream:
+            raise
+        except DefiniteStoreError:
+            return None  # no membership for that epoch: admit_checkpoint says so
+
+    # --- outcomes ------------------------------------------------------------------
+
+    def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
+        key = _name(stream, "stream")
+        event = _name(event_id, "event_id")
+        first = _name(outcome, "outcome")
+        try:
+            # One statement: the first outcome wins; a replay locks and returns it.
+            rows = self._run(
+                f"INSERT INTO {self._s}.outcomes AS o (stream, event_id, outcome) "
+                "VALUES (%s, %s, %s) ON CONFLICT (stream, event_id) "
+                "DO UPDATE SET outcome = o.outcome RETURNING o.outcome",
+                (key, event, first),
+                write=True,
+                what="outcome write",
+            )
+        except DefiniteStoreError as exc:
+            if isinstance(exc.__cause__, pg_errors.ForeignKeyViolation):
+                raise _unknown(stream) from None
+            raise
+        return _str(rows[0][0])
+
+    def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
+        key = _name(stream, "stream")
+        ids = [_name(e, f"event_ids[{i}]") for i, e in enumerate(event_ids)]
+        s = self._s
+        rows = self._run(
+            f"SELECT t.stream, o.event_id, o.outcome FROM {s}.streams t "
+            f"LEFT JOIN {s}.outcomes o ON o.stream = t.stream AND o.event_id = ANY(%s::bytea[]) "
+            "WHERE t.stream = %s",
+            (ids, key),
+            write=False,
+            what="outcomes read",
+        )
+        if not rows:
+            raise _unknown(stream)
+        return {_str(e): _str(o) for _, e, o in rows if e is not None}
+
+    def close(self) -> None:
+        """Close the pool's connections; the durable state stays."""
+        self._deadlines.close()
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _fetch(conn: psycopg.Connection[Any], query: str, params: object) -> list[Row]:
+    cur = conn.execute(query, params)  # type: ignore[call-overload]
+    return list(cur.fetchall()) if cur.description is not None else []
+
+
+def _prefixed(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+def _unknown(stream: str) -> UnknownStream:
+    return UnknownStream(f"stream {stream!r} does not exist: create it with create_stream first")
+
+
+def open_postgres(location: str) -> PostgresStore:
+    """The opener :func:`fencepost.impl.open.open_store` uses for ``postgresql://`` URLs.
+
+    A ``fencepost_schema`` query parameter names the schema (default
+    ``fencepost``); everything else is passed to libpq unchanged.
+    """
+    schema = DEFAULT_SCHEMA
+    dsn = location
+    if location.startswith("postgres://"):
+        dsn = "postgresql://" + location[len("postgres://") :]
+    base, sep, query = dsn.partition("?")
+    if sep:
+        kept = []
+        for part in query.split("&"):
+            key, _, value = part.partition("=")
+            if key == "fencepost_schema":
+                from urllib.parse import unquote
+
+                schema = unquote(value)
+            elif part:
+                kept.append(part)
+        dsn = base + ("?" + "&".join(kept) if kept else "")
+    return PostgresStore(dsn, schema=schema)

@@ -1,0 +1,359 @@
+"""The publisher: moves a stream's publication record forward, and only ever truthfully.
+
+One :meth:`Publisher.attempt` is one publication attempt of semantics.md
+sections 5 and 6. It reads the record, the current membership and that epoch's
+checkpoints (exactly the reads of the conformance protocol's publisher level,
+in that order), merges them, and writes the merged cut conditionally on the
+revision it read. What it guarantees:
+
+- **Fenced.** The write names the revision read; if another publisher moved the
+  record first, the write loses, and the attempt rereads everything and
+  recomputes before proposing again. A stale cut is never reused.
+- **Monotone.** Within an epoch only a strictly stronger cut is written. The
+  record's epoch never goes back: a claim for an epoch older than the record's
+  is never written.
+- **Cutover.** Under :attr:`Policy.MONOTONE` (the default) the record moves to
+  a new epoch only once that epoch's merged cut is at least the record's cut;
+  until then the attempt reports ``withheld`` with ``cutover_pending`` and the
+  old epoch's claim stays (it is still true about the old membership). Under
+  :attr:`Policy.RESET` the record may move to the new epoch with a lower cut;
+  the epoch change is what tells readers.
+- **Honest about lost responses.** A write whose response is lost is settled
+  by an authoritative reread: same epoch and a cut at or past the proposal is
+  ``confirmed`` (the claim is present; only a matching op_id says this attempt
+  wrote it); behind means recompute and retry; another epoch means the cutover
+  rule decides again. ``published`` is reported only for an acknowledged write.
+- **Bounded.** At most ``max_retries`` retries (after a conflict, a lost
+  response, a read timeout); then ``gave_up``, with whatever the attempt
+  authoritatively knows and nothing it does not.
+
+Every decision is logged as one JSON line (logger ``fencepost.publisher``) with
+stream, worker, op_id, decision, epoch, cut and revision.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from fencepost.impl.cuts import Cut, compare_cuts
+from fencepost.impl.errors import InvalidValue
+from fencepost.impl.merge import Withheld, WithheldReason, merge
+from fencepost.impl.orders import Order
+from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
+from fencepost.impl.stores import Applied, IndefiniteStoreError, PublicationWrite
+
+_LOG = logging.getLogger("fencepost.publisher")
+
+
+class Policy(Enum):
+    """The membership cutover policy (semantics.md section 6)."""
+
+    MONOTONE = "monotone"
+    RESET = "reset"
+
+
+class Outcome(Enum):
+    """How one publication attempt ended."""
+
+    PUBLISHED = "published"
+    CONFIRMED = "confirmed"
+    UNCHANGED = "unchanged"
+    WITHHELD = "withheld"
+    GAVE_UP = "gave_up"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """The end of one attempt.
+
+    ``epoch`` and ``cut`` are the public claim as the attempt last knew it
+    authoritatively: the written claim (``published``), the authoritative
+    record at or past the proposal (``confirmed``), the unchanged record
+    (``unchanged``, ``withheld``), the last record read (``gave_up``; None when
+    no read succeeded). ``reason`` is set only for ``withheld``. ``op_id`` is
+    the op_id of the last write attempted (None if none was), ``attempts`` the
+    number of writes attempted, ``record`` the last record read or written.
+    ``proposal`` is the last cut proposed and ``detail`` a human explanation.
+    """
+
+    outcome: Outcome
+    epoch: int | None
+    cut: Cut | None
+    reason: WithheldReason | None
+    op_id: str | None
+    attempts: int
+    record: PublicationRecord | None
+    proposal: Cut | None = None
+    detail: str = ""
+
+    @property
+    def attributed(self) -> bool:
+        """True when the stored record carries this attempt's op_id (this attempt wrote it)."""
+        return (
+            self.record is not None and self.op_id is not None and self.record.op_id == self.op_id
+        )
+
+
+class PublisherStore(Protocol):
+    """The store calls a publisher makes (the conformance publisher level)."""
+
+    def read_publication(self, stream: str) -> PublicationRecord: ...
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership: ...
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]: ...
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Propose:
+    epoch: int
+    cut: Cut
+    order: Order
+
+
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    outcome: Outcome
+    reason: WithheldReason | None
+    detail: str
+    proposal: Cut | None = None
+
+
+def decide(
+    record: PublicationRecord,
+    membership: Membership,
+    checkpoints: Sequence[Checkpoint],
+    policy: Policy,
+) -> _Propose | _Stop:
+    """The pure core of an attempt: what to write, or why to stop, given fresh reads."""
+    if membership.epoch < record.epoch:
+        return _Stop(
+            Outcome.WITHHELD,
+            WithheldReason.EPOCH_MISMATCH,
+            f"the record is at epoch {record.epoch} but the current membership read is epoch "
+            f"{membership.epoch}; a claim for an older epoch is never written",
+        )
+    merged = merge(membership, checkpoints)
+    if isinstance(merged, Withheld):
+        return _Stop(Outcome.WITHHELD, merged.reason, merged.detail)
+    order = membership.order_of(next(iter(sorted(membership.partitions))))
+    try:
+        progress = compare_cuts(order, merged, record.cut)
+    except InvalidValue:
+        if membership.epoch == record.epoch:
+            return _Stop(
+                Outcome.WITHHELD,
+                WithheldReason.INCOMPARABLE,
+                f"the record's cut {record.cut} does not fit order {order.name!r} of its own epoch",
+                merged,
+            )
+        if policy is Policy.MONOTONE:
+            return _Stop(
+                Outcome.WITHHELD,
+                WithheldReason.CUTOVER_PENDING,
+                f"epoch {membership.epoch}'s cut {merged} cannot be compared with the record's "
+                f"{record.cut} (another order); only the reset policy can cut over",
+                merged,
+            )
+        return _Propose(membership.epoch, merged, order)
+    if membership.epoch == record.epoch:
+        if progress <= 0:
+            return _Stop(
+                Outcome.UNCHANGED, None, f"merged {merged} is not ahead of the record", merged
+            )
+        return _Propose(membership.epoch, merged, order)
+    if policy is Policy.MONOTONE and progress < 0:
+        return _Stop(
+            Outcome.WITHHELD,
+            WithheldReason.CUTOVER_PENDING,
+            f"epoch {membership.epoch}'s cut {merged} is still below the record's {record.cut} "
+            f"(epoch {record.epoch}); the monotone policy waits",
+            merged,
+        )
+    return _Propose(membership.epoch, merged, order)
+
+
+class Publisher:
+    """Publishes the merged frontier of ``stream`` as worker ``worker``.
+
+    ``worker`` should be unique per running process (e.g. ``host-pid``): op_ids
+    are ``"<worker>-<n>"`` with ``n`` counting this object's writes from
+    ``first_op``, so they are fresh per write and attribute a record to one
+    attempt only if no other process uses the same worker name.
+    """
+
+    def __init__(
+        self,
+        store: PublisherStore,
+        stream: str,
+        worker: str,
+        policy: Policy = Policy.MONOTONE,
+        max_retries: int = 3,
+        log: logging.Logger | None = None,
+        *,
+        first_op: int = 1,
+    ) -> None:
+        if not isinstance(policy, Policy):
+            raise ValueError(f"policy must be a Policy (monotone or reset), got {policy!r}")
+        if type(max_retries) is not int or max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative int, got {max_retries!r}")
+        if type(worker) is not str or not worker:
+            raise ValueError(f"worker must be a non-empty string, got {worker!r}")
+        self.store = store
+        self.stream = stream
+        self.worker = worker
+        self.policy = policy
+        self.max_retries = max_retries
+        self.log = log if log is not None else _LOG
+        self._next_op = first_op
+
+    def _op_id(self) -> str:
+        op_id = f"{self.worker}-{self._next_op}"
+        self._next_op += 1
+        return op_id
+
+    def attempt(self) -> PublishResult:
+        """One publication attempt (semantics.md sections 5 and 6); see the module docstring."""
+        retries = 0
+        writes = 0
+        op_id: str | None = None
+        known: PublicationRecord | None = None
+        proposal: Cut | None = None
+
+        def result(
+            outcome: Outcome,
+            record: PublicationRecord | None,
+            reason: WithheldReason | None = None,
+            detail: str = "",
+        ) -> PublishResult:
+            done = PublishResult(
+                outcome,
+                None if record is None else record.epoch,
+                None if record is None else record.cut,
+                reason,
+                op_id,
+                writes,
+                record,
+                proposal,
+                detail,
+            )
+            self._emit(outcome.value, op_id, record, reason=reason, detail=detail)
+            return done
+
+        while True:
+            if retries > self.max_retries:
+                return result(Outcome.GAVE_UP, known, detail="retry budget spent")
+            try:
+                record = self.store.read_publication(self.stream)
+                known = record
+                membership = self.store.read_membership(self.stream)
+                checkpoints = self.store.read_checkpoints(self.stream, membership.epoch)
+            except IndefiniteStoreError as exc:
+                retries += 1
+                self._emit("read_timeout", op_id, known, detail=str(exc))
+                continue
+
+            decision = self._decide(record, membership, checkpoints)
+            if isinstance(decision, _Stop):
+                proposal = decision.proposal
+                return result(decision.outcome, record, decision.reason, decision.detail)
+
+            proposal = decision.cut
+            op_id = self._op_id()
+            writes += 1
+            self._emit("propose", op_id, record, epoch=decision.epoch, cut=decision.cut)
+            try:
+                written = self.store.write_publication(
+                    self.stream, record.revision, decision.epoch, decision.cut, op_id
+                )
+            except IndefiniteStoreError:
+                # The write may or may not have happened: only the stored record can say.
+                authoritative = self._authoritative_read(op_id)
+                if authoritative is None:
+                    return result(
+                        Outcome.GAVE_UP,
+                        known,
+                        detail="write response lost and the record could not be reread",
+                    )
+                known = authoritative
+                if authoritative.epoch == decision.epoch and self._at_or_past(
+                    decision.order, authoritative.cut, decision.cut
+                ):
+                    return result(Outcome.CONFIRMED, authoritative)
+                retries += 1
+                if authoritative.epoch == decision.epoch:
+                    self._emit("lost_response_behind", op_id, authoritative)
+                else:
+                    self._emit("lost_response_epoch_changed", op_id, authoritative)
+                continue
+            if isinstance(written, Applied):
+                known = written.record
+                return result(Outcome.PUBLISHED, written.record)
+            known = written.record
+            retries += 1
+            self._emit("conflict", op_id, written.record)
+
+    def _decide(
+        self,
+        record: PublicationRecord,
+        membership: Membership,
+        checkpoints: Sequence[Checkpoint],
+    ) -> _Propose | _Stop:
+        """What to do given fresh reads (:func:`decide` under this publisher's policy)."""
+        return decide(record, membership, checkpoints, self.policy)
+
+    def _authoritative_read(self, op_id: str) -> PublicationRecord | None:
+        """Reread the record after a lost write; a few tries, None if it stays unreadable."""
+        for _ in range(self.max_retries + 1):
+            try:
+                return self.store.read_publication(self.stream)
+            except IndefiniteStoreError as exc:
+                self._emit("read_timeout", op_id, None, detail=str(exc))
+        return None
+
+    @staticmethod
+    def _at_or_past(order: Order, stored: Cut, proposed: Cut) -> bool:
+        try:
+            return compare_cuts(order, stored, proposed) >= 0
+        except InvalidValue:
+            return False
+
+    def _emit(
+        self,
+        decision: str,
+        op_id: str | None,
+        record: PublicationRecord | None,
+        *,
+        epoch: int | None = None,
+        cut: Cut | None = None,
+        reason: WithheldReason | None = None,
+        detail: str = "",
+    ) -> None:
+        if not self.log.isEnabledFor(logging.INFO):
+            return
+        shown = cut if cut is not None else (record.cut if record is not None else None)
+        line: dict[str, object] = {
+            "stream": self.stream,
+            "worker": self.worker,
+            "op_id": op_id,
+            "decision": decision,
+            "epoch": epoch if epoch is not None else (record.epoch if record else None),
+            "cut": None if shown is None else str(shown),
+            "revision": record.revision if record else None,
+        }
+        if reason is not None:
+            line["reason"] = reason.value
+        if detail:
+            line["detail"] = detail
+        if record is not None and record.op_id is not None:
+            line["record_op_id"] = record.op_id
+        self.log.info(json.dumps(line, sort_keys=True))

@@ -1,0 +1,575 @@
+"""A durable :class:`~fencepost.impl.stores.Store` in one SQLite file.
+
+Durability and sharing:
+
+- ``journal_mode=WAL`` and ``synchronous=FULL``: a write acknowledged to the
+  caller has been fsynced, so a crash (``kill -9``, power loss) never takes back
+  a publication, a checkpoint or an outcome that was reported applied.
+- Several processes (and threads: every call holds this object's lock) may
+  share one file. Every read-check-write runs in a ``BEGIN IMMEDIATE``
+  transaction, which takes SQLite's write lock before the first read, so two
+  writers that read the same revision or generation can never both win;
+  ``busy_timeout`` makes the loser wait for the lock instead of failing.
+- A failure before ``COMMIT`` is rolled back and raised as
+  :class:`DefiniteStoreError` (nothing happened). A failure *during* ``COMMIT``
+  is raised as :class:`IndefiniteStoreError`: the caller must reread.
+
+Values are stored exactly. Cut coordinates are unbounded Python ints (Kinesis
+sequence numbers have up to 129 digits) or Unicode strings, so they are kept as
+TEXT with a type tag (``int`` decimal, ``int16`` hexadecimal for integers past
+Python's decimal conversion limit, ``str``), never as a lossy SQLite number.
+Epochs, revisions and generations are counters kept as SQLite INTEGERs; a value
+past 2**63-1 is refused with a clear error rather than silently wrapped.
+
+The schema is versioned with ``PRAGMA user_version`` and marked with
+``PRAGMA application_id``. Opening applies the missing steps of
+:data:`MIGRATIONS` in order inside one transaction; a file written by a newer
+fencepost, a corrupt file, or another application's database is refused with a
+:class:`StoreOpenError` naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TypeVar
+
+from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.cuts import NOTHING, Cut, Endpoint
+from fencepost.impl.errors import InvalidValue
+from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
+from fencepost.impl.stores import (
+    Applied,
+    CheckpointApplied,
+    CheckpointConflict,
+    CheckpointWrite,
+    Conflict,
+    DefiniteStoreError,
+    IndefiniteStoreError,
+    PublicationWrite,
+    StoreOpenError,
+    UnknownStream,
+    admit_checkpoint,
+    admit_membership,
+    check_name,
+    check_revision,
+)
+
+#: ``PRAGMA application_id`` of a fencepost store ("FPST"): tells our files from others'.
+APPLICATION_ID = 0x46505354
+
+#: Schema migrations, applied in order; migration ``i`` brings ``user_version`` to ``i + 1``.
+#: Append new steps; never edit a released one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE memberships (
+            stream TEXT NOT NULL,
+            epoch INTEGER NOT NULL CHECK (epoch >= 0),
+            body TEXT NOT NULL,
+            PRIMARY KEY (stream, epoch)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE publications (
+            stream TEXT PRIMARY KEY,
+            epoch INTEGER NOT NULL CHECK (epoch >= 0),
+            cut_kind TEXT NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
+            cut_type TEXT CHECK (cut_type IN ('int', 'int16', 'str')),
+            cut_at TEXT,
+            revision INTEGER NOT NULL CHECK (revision >= 0),
+            op_id TEXT
+        ) WITHOUT ROWID""",
+        """CREATE TABLE checkpoints (
+            stream TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            partition TEXT NOT NULL,
+            cut_kind TEXT NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
+            cut_type TEXT CHECK (cut_type IN ('int', 'int16', 'str')),
+            cut_at TEXT,
+            token TEXT,
+            generation INTEGER NOT NULL CHECK (generation >= 1),
+            scope TEXT NOT NULL,
+            finality TEXT NOT NULL CHECK (finality IN ('final', 'provisional')),
+            PRIMARY KEY (stream, epoch, partition)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE outcomes (
+            stream TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            PRIMARY KEY (stream, event_id)
+        ) WITHOUT ROWID""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_MAX_INTEGER = 2**63 - 1
+_OUTCOME_CHUNK = 500
+
+T = TypeVar("T")
+
+
+def _counter(value: int, field: str) -> int:
+    if value > _MAX_INTEGER:
+        raise DefiniteStoreError(
+            f"{field} {value} does not fit the SQLite store (at most 2**63-1); "
+            "counters that large are not meaningful"
+        )
+    return value
+
+
+def encode_cut(cut: Cut) -> tuple[str, str | None, str | None]:
+    """``(kind, type tag, text)`` storing ``cut`` exactly, whatever its coordinate's size."""
+    if cut.endpoint is Endpoint.NOTHING:
+        return ("nothing", None, None)
+    at = cut.at
+    if type(at) is str:
+        return (cut.endpoint.value, "str", at)
+    assert type(at) is int
+    try:
+        return (cut.endpoint.value, "int", str(at))
+    except ValueError:  # past sys.get_int_max_str_digits(): hexadecimal has no limit
+        return (cut.endpoint.value, "int16", format(at, "x"))
+
+
+def decode_cut(kind: str, tag: str | None, text: str | None) -> Cut:
+    """The inverse of :func:`encode_cut`."""
+    if kind == "nothing":
+        return NOTHING
+    if text is None:
+        raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
+    if tag == "str":
+        return Cut(Endpoint(kind), text)
+    if tag == "int":
+        return Cut(Endpoint(kind), int(text))
+    if tag == "int16":
+        return Cut(Endpoint(kind), int(text, 16))
+    raise DefiniteStoreError(f"stored cut has an unknown type tag {tag!r}: corrupt row")
+
+
+class SQLiteStore:
+    """All streams of one SQLite file; safe to share between threads and processes."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise StoreOpenError(self.path, f"cannot open the SQLite file: {exc}") from exc
+        try:
+            self._configure(busy_timeout_ms)
+            self._migrate()
+        except StoreOpenError:
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreOpenError(
+                self.path, f"not a usable SQLite database ({exc}); is it corrupt or another file?"
+            ) from exc
+
+    # --- opening -------------------------------------------------------------------
+
+    def _configure(self, busy_timeout_ms: int) -> None:
+        db = self._db
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode not in ("wal", "memory"):
+            raise StoreOpenError(
+                self.path, f"could not switch to WAL journaling (got {mode!r}); use a local disk"
+            )
+        db.execute("PRAGMA synchronous = FULL")
+        db.execute("PRAGMA foreign_keys = ON")
+
+    def _migrate(self) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreOpenError(
+                    self.path,
+                    f"schema version {version} is newer than this fencepost knows "
+                    f"({SCHEMA_VERSION}); upgrade fencepost to open it",
+                )
+            if app_id not in (0, APPLICATION_ID) or (version > 0 and app_id != APPLICATION_ID):
+                raise StoreOpenError(
+                    self.path, "this SQLite file belongs to another application, not fencepost"
+                )
+            if version == 0:
+                tables = db.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                ).fetchone()[0]
+                if tables:
+                    raise StoreOpenError(
+                        self.path,
+                        "this SQLite file already holds tables that are not a fencepost store; "
+                        "point --db at a new file",
+                    )
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            for step in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[step]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {step + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version stored in the file (``PRAGMA user_version``)."""
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # --- transactions --------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self) -> Iterator[sqlite3.Connection]:
+        """Run a read-only statement group; SQLite errors become definite store errors."""
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise DefiniteStoreError(f"{self.path}: SQLite read failed: {exc}") from exc
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in ``BEGIN IMMEDIATE`` ... ``COMMIT``: one atomic read-check-write.
+
+        Anything raised before the commit rolls back (definite: nothing
+        happened). A failed ``COMMIT`` may or may not have been applied, so it
+        is an :class:`IndefiniteStoreError`.
+        """
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise DefiniteStoreError(f"{self.path}: could not start a write: {exc}") from exc
+            try:
+                result = body(db)
+            except BaseException as exc:
+                with suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise DefiniteStoreError(f"{self.path}: SQLite write failed: {exc}") from exc
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise IndefiniteStoreError(
+                    f"{self.path}: COMMIT failed ({exc}); the write may or may not be durable: "
+                    "reread before deciding"
+                ) from exc
+            return result
+
+    @staticmethod
+    def _require_stream(db: sqlite3.Connection, stream: str) -> None:
+        row = db.execute("SELECT 1 FROM publications WHERE stream = ?", (stream,)).fetchone()
+        if row is None:
+            raise UnknownStream(
+                f"stream {stream!r} does not exist: create it with create_stream first"
+            )
+
+    @staticmethod
+    def _memberships(db: sqlite3.Connection, stream: str) -> dict[int, Membership]:
+        rows = db.execute("SELECT epoch, body FROM memberships WHERE stream = ?", (stream,))
+        return {
+            epoch: membership_from_json(json.loads(body), f"memberships[{stream}][{epoch}]")
+            for epoch, body in rows
+        }
+
+    @staticmethod
+    def _membership(db: sqlite3.Connection, stream: str, epoch: int) -> Membership | None:
+        row = db.execute(
+            "SELECT body FROM memberships WHERE stream = ? AND epoch = ?", (stream, epoch)
+        ).fetchone()
+        if row is None:
+            return None
+        return membership_from_json(json.loads(row[0]), f"memberships[{stream}][{epoch}]")
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, stream: str) -> PublicationRecord | None:
+        row = db.execute(
+            "SELECT epoch, cut_kind, cut_type, cut_at, revision, op_id FROM publications "
+            "WHERE stream = ?",
+            (stream,),
+        ).fetchone()
+        if row is None:
+            return None
+        epoch, kind, tag, at, revision, op_id = row
+        return PublicationRecord(epoch, decode_cut(kind, tag, at), revision, op_id)
+
+    @staticmethod
+    def _checkpoint_from_row(row: tuple[object, ...]) -> Checkpoint:
+        partition, epoch, kind, tag, at, token, generation, scope, finality = row
+        return Checkpoint(
+            partition=partition,  # type: ignore[arg-type]  # validated by Checkpoint
+            cut=decode_cut(kind, tag, at),  # type: ignore[arg-type]
+            token=token,  # type: ignore[arg-type]
+            generation=generation,  # type: ignore[arg-type]
+            scope=scope,  # type: ignore[arg-type]
+            epoch=epoch,  # type: ignore[arg-type]
+            finality=Finality(finality),
+        )
+
+    _CHECKPOINT_COLUMNS = (
+        "partition, epoch, cut_kind, cut_type, cut_at, token, generation, scope, finality"
+    )
+
+    # --- memberships ---------------------------------------------------------------
+
+    def create_stream(self, stream: str, membership: Membership) -> PublicationRecord:
+        check_name(stream, "stream")
+        if not isinstance(membership, Membership):
+            raise InvalidValue("membership", membership, "a Membership is required")
+        _counter(membership.epoch, "epoch")
+        body = json.dumps(membership_to_json(membership), sort_keys=True)
+
+        def create(db: sqlite3.Connection) -> PublicationRecord:
+            record = self._record(db, stream)
+            if record is not None:
+                stored = self._memberships(db, stream)
+                first = min(stored)
+                if first == membership.epoch and stored[first] == membership:
+                    return record
+                raise DefiniteStoreError(
+                    f"stream {stream!r} already exists with another first membership; "
+                    "use write_membership to add a new epoch, or another stream name"
+                )
+            db.execute(
+                "INSERT INTO memberships (stream, epoch, body) VALUES (?, ?, ?)",
+                (stream, membership.epoch, body),
+            )
+            db.execute(
+                "INSERT INTO publications (stream, epoch, cut_kind, revision) "
+                "VALUES (?, ?, 'nothing', 0)",
+                (stream, membership.epoch),
+            )
+            return PublicationRecord(epoch=membership.epoch)
+
+        return self._transaction(create)
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        check_name(stream, "stream")
+        if epoch is not None:
+            check_revision(epoch, "epoch")
+            _counter(epoch, "epoch")
+        with self._cursor() as db:
+            self._require_stream(db, stream)
+            if epoch is None:
+                row = db.execute(
+                    "SELECT epoch FROM memberships WHERE stream = ? ORDER BY epoch DESC LIMIT 1",
+                    (stream,),
+                ).fetchone()
+                epoch = int(row[0])
+            found = self._membership(db, stream, epoch)
+        if found is None:
+            raise DefiniteStoreError(f"stream {stream!r} has no membership for epoch {epoch}")
+        return found
+
+    def write_membership(self, stream: str, membership: Membership) -> None:
+        check_name(stream, "stream")
+        if not isinstance(membership, Membership):
+            raise InvalidValue("membership", membership, "a Membership is required")
+        _counter(membership.epoch, "epoch")
+        body = json.dumps(membership_to_json(membership), sort_keys=True)
+
+        def write(db: sqlite3.Connection) -> None:
+            self._require_stream(db, stream)
+            if admit_membership(stream, self._memberships(db, stream), membership):
+                db.execute(
+                    "INSERT INTO memberships (stream, epoch, body) VALUES (?, ?, ?)",
+                    (stream, membership.epoch, body),
+                )
+
+        self._transaction(write)
+
+    # --- publication ---------------------------------------------------------------
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        check_name(stream, "stream")
+        with self._cursor() as db:
+            record = self._record(db, stream)
+        if record is None:
+            raise UnknownStream(
+                f"stream {stream!r} does not exist: create it with create_stream first"
+            )
+        return record
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        check_name(stream, "stream")
+        check_revision(expected_revision, "expected_revision")
+        check_name(op_id, "op_id")
+        new_record = PublicationRecord(epoch, cut, expected_revision + 1, op_id)
+        _counter(epoch, "epoch")
+        _counter(expected_revision + 1, "revision")
+        kind, tag, at = encode_cut(cut)
+
+        def write(db: sqlite3.Connection) -> PublicationWrite:
+            # The revision check and the write are one statement.
+            updated = db.execute(
+                "UPDATE publications SET epoch = ?, cut_kind = ?, cut_type = ?, cut_at = ?, "
+                "revision = revision + 1, op_id = ? WHERE stream = ? AND revision = ?",
+                (epoch, kind, tag, at, op_id, stream, expected_revision),
+            ).rowcount
+            if updated == 1:
+                return Applied(new_record)
+            current = self._record(db, stream)
+            if current is None:
+                raise UnknownStream(
+                    f"stream {stream!r} does not exist: create it with create_stream first"
+                )
+            return Conflict(current)
+
+        return self._transaction(write)
+
+    # --- checkpoints ---------------------------------------------------------------
+
+    def read_checkpoint(self, stream: str, epoch: int, partition: str) -> Checkpoint | None:
+        check_name(stream, "stream")
+        check_name(partition, "partition")
+        check_revision(epoch, "epoch")
+        _counter(epoch, "epoch")
+        with self._cursor() as db:
+            self._require_stream(db, stream)
+            row = db.execute(
+                f"SELECT {self._CHECKPOINT_COLUMNS} FROM checkpoints "
+                "WHERE stream = ? AND epoch = ? AND partition = ?",
+                (stream, epoch, partition),
+            ).fetchone()
+        return None if row is None else self._checkpoint_from_row(row)
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
+        check_name(stream, "stream")
+        check_revision(epoch, "epoch")
+        _counter(epoch, "epoch")
+        with self._cursor() as db:
+            self._require_stream(db, stream)
+            rows = db.execute(
+                f"SELECT {self._CHECKPOINT_COLUMNS} FROM checkpoints "
+                "WHERE stream = ? AND epoch = ? ORDER BY partition",
+                (stream, epoch),
+            ).fetchall()
+        # SQLite orders TEXT by bytes of UTF-8, which is code-point order: the same
+        # as Python's sort of str. Sort anyway so the promise never rests on a collation.
+        return sorted((self._checkpoint_from_row(r) for r in rows), key=lambda c: c.partition)
+
+    def write_checkpoint(
+        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        check_name(stream, "stream")
+        if expected_generation is not None:
+            check_revision(expected_generation, "expected_generation")
+            _counter(expected_generation + 1, "generation")
+        if not isinstance(checkpoint, Checkpoint):
+            raise InvalidValue("checkpoint", checkpoint, "a Checkpoint is required")
+        _counter(checkpoint.epoch, "epoch")
+        generation = 1 if expected_generation is None else expected_generation + 1
+        kind, tag, at = encode_cut(checkpoint.cut)
+        values = (
+            kind,
+            tag,
+            at,
+            checkpoint.token,
+            generation,
+            checkpoint.scope,
+            checkpoint.finality.value,
+        )
+        key = (stream, checkpoint.epoch, checkpoint.partition)
+
+        def write(db: sqlite3.Connection) -> CheckpointWrite:
+            self._require_stream(db, stream)
+            admit_checkpoint(stream, self._membership(db, stream, checkpoint.epoch), checkpoint)
+            if expected_generation is None:
+                changed = db.execute(
+                    "INSERT INTO checkpoints (cut_kind, cut_type, cut_at, token, generation, "
+                    "scope, finality, stream, epoch, partition) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (stream, epoch, partition) DO NOTHING",
+                    (*values, *key),
+                ).rowcount
+            else:
+                changed = db.execute(
+                    "UPDATE checkpoints SET cut_kind = ?, cut_type = ?, cut_at = ?, token = ?, "
+                    "generation = ?, scope = ?, finality = ? "
+                    "WHERE stream = ? AND epoch = ? AND partition = ? AND generation = ?",
+                    (*values, *key, expected_generation),
+                ).rowcount
+            if changed == 1:
+                stored = Checkpoint(
+                    checkpoint.partition,
+                    checkpoint.cut,
+                    checkpoint.token,
+                    generation,
+                    checkpoint.scope,
+                    checkpoint.epoch,
+                    checkpoint.finality,
+                )
+                return CheckpointApplied(stored)
+            row = db.execute(
+                f"SELECT {self._CHECKPOINT_COLUMNS} FROM checkpoints "
+                "WHERE stream = ? AND epoch = ? AND partition = ?",
+                key,
+            ).fetchone()
+            return CheckpointConflict(None if row is None else self._checkpoint_from_row(row))
+
+        return self._transaction(write)
+
+    # --- outcomes ------------------------------------------------------------------
+
+    def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
+        check_name(stream, "stream")
+        check_name(event_id, "event_id")
+        check_name(outcome, "outcome")
+
+        def record(db: sqlite3.Connection) -> str:
+            self._require_stream(db, stream)
+            db.execute(
+                "INSERT INTO outcomes (stream, event_id, outcome) VALUES (?, ?, ?) "
+                "ON CONFLICT (stream, event_id) DO NOTHING",
+                (stream, event_id, outcome),
+            )
+            row = db.execute(
+                "SELECT outcome FROM outcomes WHERE stream = ? AND event_id = ?",
+                (stream, event_id),
+            ).fetchone()
+            return str(row[0])
+
+        return self._transaction(record)
+
+    def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
+        check_name(stream, "stream")
+        ids = list(event_ids)
+        for i, event_id in enumerate(ids):
+            check_name(event_id, f"event_ids[{i}]")
+        found: dict[str, str] = {}
+        with self._cursor() as db:
+            self._require_stream(db, stream)
+            for start in range(0, len(ids), _OUTCOME_CHUNK):
+                chunk = ids[start : start + _OUTCOME_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                rows = db.execute(
+                    "SELECT event_id, outcome FROM outcomes "
+                    f"WHERE stream = ? AND event_id IN ({marks})",
+                    (stream, *chunk),
+                )
+                found.update({str(e): str(o) for e, o in rows})
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

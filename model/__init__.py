@@ -1,0 +1,1 @@
+"""The executable formal model of fencepost (knows nothing of ``fencepost.impl``)."""

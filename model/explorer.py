@@ -1,0 +1,443 @@
+"""Bounded breadth-first exploration of the model with canonical state keys.
+
+Breadth-first order makes the first violating state found one at the least
+depth, so the counterexample printed is a shortest path (in steps) to a broken
+invariant. States are deduplicated by a *canonical key*:
+
+* **Revision and generation numbers are abstracted.** A publisher's held
+  revision matters only through equality with the record's current revision,
+  and a reader's expected generation only through equality with the stored
+  generation: both only ever grow, so "still current" is all a transition or an
+  invariant can observe. The record's ``op_id`` and a publisher's attempt
+  counter are write-only (no transition or invariant reads them) and are left
+  out. States differing only there are bisimilar.
+* **Symmetry reduction.** Partitions are sorted as wholes (ground truth,
+  checkpoints per epoch, peaks and their readers, readers sorted among
+  themselves) and publishers are sorted by local state. This is sound because
+  no invariant names a particular partition, reader or publisher: each
+  quantifies over all of them; the transitions are the same for every
+  partition and publisher (a reshard chooses its target among all
+  partitions); and nothing outside a partition's tuple refers to it by
+  position, nor anything outside a publisher's tuple to it (op_id is left
+  out). Permuting them maps reachable states to reachable states and
+  violations to violations, so one representative per orbit suffices.
+
+The reachable graph is kept in a ``networkx.DiGraph`` whose nodes are state
+numbers (``result.keys[n]`` is node ``n``'s canonical key, ``result.representatives[n]``
+the state explored for it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from fencepost.model.config import ModelConfig
+from fencepost.model.cuts import NOTHING
+from fencepost.model.invariants import INVARIANTS, Invariant
+from fencepost.model.machine import initial, successors
+from fencepost.model.state import (
+    CONFIRMED,
+    PUBLISHED,
+    PUBLISHER_PHASES,
+    READER_PHASES,
+    Action,
+    State,
+)
+
+#: Verdicts.
+HOLDS = "holds"
+VIOLATED = "violated"
+INCOMPLETE = "incomplete"
+
+
+_CLAIMS = (PUBLISHED, CONFIRMED)
+
+
+def canonical_key(state: State, symmetry: bool = True) -> Hashable:
+    """The key identifying ``state`` up to bisimilar numbering and (optionally) symmetry."""
+    rec = state.record
+    rev = rec.revision
+    pubs = [
+        p[:12] + (p[12] == rev,)
+        if p[0]
+        else (0, p[1], p[10], p[11], p[9] or p[7] not in _CLAIMS)
+        for p in state.publishers
+    ]
+    parts = []
+    for part in state.partitions:
+        if part.readers:
+            gens = part.generations
+            readers = [r[:7] + (r[2] > 0 and r[7] == gens[r[2] - 1],) for r in part.readers]
+            if symmetry:
+                readers.sort()
+            parts.append((part.truth, part.checkpoints, part.peaks, tuple(readers)))
+        else:
+            parts.append((part.truth, part.checkpoints, part.peaks))
+    if symmetry:
+        parts.sort()
+        pubs.sort()
+    return (state.epoch, rec.epoch, rec.cut, state.history, tuple(parts), tuple(pubs))
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a counterexample: the action taken and the state after it."""
+
+    index: int
+    action: Action | None
+    state: State
+
+    @property
+    def text(self) -> str:
+        """What happened, in domain words."""
+        return "initial state" if self.action is None else self.action.describe()
+
+    def summary(self) -> list[str]:
+        """The record, the checkpoints and the moving processes after this step."""
+        return summarize(self.state)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """The invariant a counterexample breaks (the first in INVARIANTS order) and any others."""
+
+    invariant: str
+    doc: str
+    message: str
+    also: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ExploreResult:
+    """The outcome of exploring one part within its bounds."""
+
+    part: str
+    config: ModelConfig
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    verdict: str
+    counterexample: list[Step] | None = None
+    violation: Violation | None = None
+    symmetry: bool = True
+    graph: Any = None
+    keys: list[Hashable] = field(default_factory=list)
+    representatives: list[State] = field(default_factory=list)
+
+    @property
+    def states_per_second(self) -> float:
+        """Distinct states explored per second of wall time."""
+        return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def broken(self) -> tuple[str, ...]:
+        """Every invariant the counterexample's last state breaks (empty when none)."""
+        if self.violation is None:
+            return ()
+        return (self.violation.invariant, *self.violation.also)
+
+
+@dataclass(slots=True)
+class Exploration:
+    """Results of several parts explored one after another."""
+
+    results: list[ExploreResult]
+
+    @property
+    def verdict(self) -> str:
+        """``violated`` if any part is, else ``incomplete`` if any stopped at the cap, else ``holds``."""
+        verdicts = {r.verdict for r in self.results}
+        for v in (VIOLATED, INCOMPLETE):
+            if v in verdicts:
+                return v
+        return HOLDS
+
+    @property
+    def states(self) -> int:
+        """Distinct states over all parts."""
+        return sum(r.states for r in self.results)
+
+    @property
+    def transitions(self) -> int:
+        """Transitions over all parts."""
+        return sum(r.transitions for r in self.results)
+
+    @property
+    def seconds(self) -> float:
+        """Wall time over all parts."""
+        return sum(r.seconds for r in self.results)
+
+    @property
+    def states_per_second(self) -> float:
+        """Distinct states per second over all parts."""
+        return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+
+def explore(
+    config: ModelConfig,
+    *,
+    symmetry: bool = True,
+    keep_graph: bool = True,
+    max_states: int | None = None,
+    invariants: Sequence[Invariant] = INVARIANTS,
+) -> ExploreResult:
+    """Explore every state reachable within ``config``'s bounds, breadth first.
+
+    Stops at the first state breaking one of ``invariants`` (verdict
+    ``violated``, with a shortest counterexample) or after ``max_states``
+    distinct states (verdict ``incomplete``); otherwise the verdict is
+    ``holds``: no reachable state breaks any of them.
+    """
+    started = time.perf_counter()
+    start = initial(config)
+    key0 = canonical_key(start, symmetry)
+    seen: dict[Hashable, int] = {key0: 0}
+    reps: list[State] = [start]
+    parent: list[int] = [-1]
+    via: list[Action | None] = [None]
+    edges: list[tuple[int, int]] = []
+    transitions = 0
+    depth = 0
+    checks = [inv.check for inv in invariants]
+    found = _violated(start, invariants)
+    frontier = [0] if found is None else []
+    capped = False
+    hit = 0
+    while frontier and found is None and not capped:
+        nxt: list[int] = []
+        for sid in frontier:
+            state = reps[sid]
+            for action, new in successors(state):
+                transitions += 1
+                k = canonical_key(new, symmetry)
+                tid = seen.get(k)
+                if tid is None:
+                    tid = len(reps)
+                    seen[k] = tid
+                    reps.append(new)
+                    parent.append(sid)
+                    via.append(action)
+                    nxt.append(tid)
+                    for check in checks:
+                        if check(new) is not None:
+                            found = _violated(new, invariants)
+                            hit = tid
+                            break
+                    if keep_graph:
+                        edges.append((sid, tid))
+                    if found is not None:
+                        break
+                    if max_states is not None and len(reps) >= max_states:
+                        capped = True
+                        break
+                elif keep_graph:
+                    edges.append((sid, tid))
+            if found is not None or capped:
+                break
+        if nxt:
+            depth += 1
+        frontier = nxt
+    graph = None
+    keys: list[Hashable] = []
+    if keep_graph:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(len(reps)))
+        graph.add_edges_from(edges)
+        keys = [None] * len(reps)
+        for k, i in seen.items():
+            keys[i] = k
+    seconds = time.perf_counter() - started
+    result = ExploreResult(
+        part=config.part,
+        config=config,
+        states=len(reps),
+        transitions=transitions,
+        depth=depth,
+        seconds=seconds,
+        verdict=HOLDS,
+        symmetry=symmetry,
+        graph=graph,
+        keys=keys,
+        representatives=reps if keep_graph else [],
+    )
+    if found is not None:
+        result.verdict = VIOLATED
+        result.violation = found
+        path = []
+        node = hit
+        while node >= 0:
+            path.append(node)
+            node = parent[node]
+        path.reverse()
+        result.counterexample = [Step(n, via[i], reps[i]) for n, i in enumerate(path)]
+        result.depth = len(path) - 1
+    elif capped:
+        result.verdict = INCOMPLETE
+    return result
+
+
+def explore_parts(
+    configs: Sequence[ModelConfig],
+    *,
+    symmetry: bool = True,
+    keep_graph: bool = True,
+    max_states: int | None = None,
+    invariants: Sequence[Invariant] = INVARIANTS,
+) -> Exploration:
+    """Explore each configuration (typically one per part) in turn."""
+    return Exploration(
+        [
+            explore(
+                c,
+                symmetry=symmetry,
+                keep_graph=keep_graph,
+                max_states=max_states,
+                invariants=invariants,
+            )
+            for c in configs
+        ]
+    )
+
+
+def _violated(state: State, invariants: Sequence[Invariant]) -> Violation | None:
+    broken = [(inv, msg) for inv in invariants if (msg := inv.check(state)) is not None]
+    if not broken:
+        return None
+    first, msg = broken[0]
+    return Violation(first.name, first.doc, msg, tuple(inv.name for inv, _ in broken[1:]))
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+
+
+def summarize(state: State) -> list[str]:
+    """Lines describing the durable state and the busy processes, in domain words."""
+    ctx = state.context
+    rec = state.record
+    op = f", op {rec.op_id}" if rec.op_id else ""
+    lines = [f"record: epoch {rec.epoch}, {rec.cut}, revision {rec.revision}{op}"]
+    cps = []
+    for i, part in enumerate(state.partitions):
+        name = ctx.partition_names[i]
+        for e0, cp in enumerate(part.checkpoints[: state.epoch]):
+            if cp.epoch == 0:
+                cps.append(f"{name}@{e0 + 1} none")
+                continue
+            flags = []
+            if not cp.final:
+                flags.append("provisional")
+            if cp.scope != ctx.config.scope:
+                flags.append(f"scope {cp.scope}")
+            if cp.epoch != e0 + 1:
+                flags.append(f"stamped epoch {cp.epoch}")
+            extra = f" [{', '.join(flags)}]" if flags else ""
+            cps.append(f"{name}@{e0 + 1} {cp.cut} (gen {part.generations[e0]}){extra}")
+    lines.append(f"membership epoch {state.epoch}; checkpoints: {'; '.join(cps)}")
+    truth = []
+    for i, part in enumerate(state.partitions):
+        evs = state.events(i, state.epoch)
+        if evs:
+            words = ", ".join(
+                f"{ev.name}@{_coord(ev.half)}{'' if ev.final else ' unfinal'}"
+                f"{'' if ev.durable else ' no-outcome'}"
+                for ev in evs
+            )
+            truth.append(words)
+    if truth:
+        lines.append(f"ground truth (epoch {state.epoch}): {'; '.join(truth)}")
+    busy = []
+    for k, pub in enumerate(state.publishers):
+        name = ctx.publisher_names[k]
+        if pub.phase:
+            desc = PUBLISHER_PHASES[pub.phase]
+            if pub.proposal != NOTHING:
+                desc += f" (epoch {pub.mem_epoch}, {pub.proposal})"
+            busy.append(f"{name} {desc}")
+        elif pub.outcome:
+            reason = f" ({pub.reason})" if pub.reason else ""
+            busy.append(f"{name} reported {pub.outcome}{reason}")
+        if pub.orphan_epoch:
+            busy.append(f"{name}'s write (epoch {pub.orphan_epoch}, {pub.orphan_cut}) in flight")
+    for i, part in enumerate(state.partitions):
+        for j, r in enumerate(part.readers):
+            if r.phase:
+                busy.append(
+                    f"{ctx.partition_names[i]}.r{j + 1} {READER_PHASES[r.phase]} "
+                    f"(epoch {r.epoch}, holds claim {r.claim})"
+                )
+    if busy:
+        lines.append("processes: " + "; ".join(busy))
+    return lines
+
+
+def _coord(half: int) -> str:
+    return str(half // 2) if half % 2 == 0 else f"{half / 2:g}"
+
+
+def render_counterexample(result: ExploreResult) -> str:
+    """The shortest path to the violation, step by step, then the invariant it breaks."""
+    if result.counterexample is None or result.violation is None:
+        return ""
+    v = result.violation
+    out = [
+        f"Counterexample in part '{result.part}' ({len(result.counterexample) - 1} steps):",
+    ]
+    for step in result.counterexample:
+        out.append(f"{step.index:3d}. {step.text}")
+        out.extend(f"       {line}" for line in step.summary())
+    out.append(f"Invariant broken: {v.invariant} — {v.doc}")
+    out.append(f"  {v.message}")
+    if v.also:
+        out.append(f"  (the same state also breaks: {', '.join(v.also)})")
+    return "\n".join(out)
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def counterexample_dot(result: ExploreResult) -> str:
+    """The counterexample path as a Graphviz DOT chain (states boxed, actions on edges)."""
+    steps = result.counterexample or []
+    lines = ["digraph counterexample {", "  rankdir=TB;", "  node [shape=box, fontsize=10];"]
+    for step in steps:
+        label = "\n".join(step.summary())
+        attrs = ", color=red" if step is steps[-1] else ""
+        lines.append(f"  s{step.index} [label={_dot_quote(label)}{attrs}];")
+    for prev, step in zip(steps, steps[1:], strict=False):
+        lines.append(f"  s{prev.index} -> s{step.index} [label={_dot_quote(step.text)}];")
+    if result.violation is not None:
+        v = result.violation
+        lines.append(
+            f"  violation [shape=note, color=red, label={_dot_quote(v.invariant + ': ' + v.message)}];"
+        )
+        if steps:
+            lines.append(f"  s{steps[-1].index} -> violation [style=dashed];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def graph_dot(result: ExploreResult) -> str:
+    """The whole bounded graph as DOT (nodes labelled by record and epoch, edges by actor)."""
+    if result.graph is None:
+        raise ValueError("the exploration did not keep its graph; explore with keep_graph=True")
+    lines = ["digraph reachable {", "  node [shape=box, fontsize=9];"]
+    for n, state in enumerate(result.representatives):
+        rec = state.record
+        label = f"#{n}\nrecord e{rec.epoch} {rec.cut} r{rec.revision}\nmembership e{state.epoch}"
+        lines.append(f"  n{n} [label={_dot_quote(label)}];")
+    index = {k: n for n, k in enumerate(result.keys)}
+    for n, state in enumerate(result.representatives):
+        for action, new in successors(state):
+            target = index.get(canonical_key(new, result.symmetry))
+            if target is not None:
+                lines.append(f"  n{n} -> n{target} [label={_dot_quote(action.actor)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,856 @@
+"""The fencepost protocol as a pure state machine over frozen, hashable states.
+
+Three sub-models, split by assume-guarantee (model-notes.md):
+
+``ingest``
+    Provider pages (empty, overlapping the previous page, with a final claim, a
+    non-final claim or none), source finalization, outcome recording and
+    generation-fenced checkpoint writes by concurrent readers of one partition,
+    including a late pass whose write loses to a newer checkpoint. Guarantee:
+    every stored final checkpoint is true about the ground truth
+    (``ingest_truth``) and never moves back (``checkpoint_monotonicity``).
+``publication``
+    Publishers as step-wise processes (read record, read membership, read
+    checkpoints, write) several at once, with lost responses both ways,
+    writes still in flight when their response timed out, conflicts, the
+    authoritative reread and both cutover policies. Checkpoint advances are
+    *environment* steps restricted to true cuts (the ingest guarantee), plus
+    deliberately bad first checkpoints (provisional, another scope, stamped
+    with the previous epoch) and missing ones.
+``composed``
+    Both at once on small bounds: checkpoints come from real ingest passes, and
+    every invariant (including the ingest guarantee) must still hold.
+
+Membership epochs: each epoch's members are all partitions; a reshard (an
+environment step) moves the next epoch's extra events into one partition at
+positions below what it may already have certified, which is what makes an
+old-epoch checkpoint untrue in the new epoch. Checkpoints are keyed per
+(partition, epoch) and their generation starts at 1 in each.
+
+Every transition is an :class:`~fencepost.model.state.Action` carrying all of
+its nondeterministic choices, so :func:`step` is a function. :func:`successors`
+yields ``(action, next_state)`` pairs for the explorer; :func:`actions` and
+:func:`step` expose the same relation one edge at a time for drivers outside.
+
+Faults are transitions: "applied, response lost", "not applied, response
+lost", "response timed out while the write is in flight" (applied later or
+never), "read times out" (``read_timeouts``). A process that stops is one that
+takes no further step: every state it leaves behind is reachable with it
+merely slow, and a write it left in flight is modelled as above.
+
+The model never imports ``fencepost.impl``; its cut semantics are
+:mod:`fencepost.model.cuts`.
+"""
+
+from __future__ import annotations
+
+from fencepost.model.config import ModelConfig
+from fencepost.model.cuts import BEFORE, NOTHING, THROUGH, Cut, coordinate_text, successor_cut
+from fencepost.model.cuts import minimum as min_cut
+from fencepost.model.state import (
+    CONFIRMED,
+    CUTOVER_PENDING,
+    EPOCH_MISMATCH,
+    FETCHED,
+    GAVE_UP,
+    HAVE_MEMBERSHIP,
+    HAVE_RECORD,
+    IDLE,
+    IN_DOUBT,
+    MISSING,
+    MISSING_CHECKPOINT,
+    NO_COVERAGE,
+    PROPOSING,
+    PUBLISHED,
+    READING,
+    SCOPE_MISMATCH,
+    UNCHANGED,
+    UNSUPPORTED_FINALITY,
+    WITHHELD,
+    Action,
+    Checkpoint,
+    Context,
+    History,
+    Page,
+    Partition,
+    Publisher,
+    Reader,
+    Record,
+    State,
+    Truth,
+    context_for,
+)
+
+Successors = list[tuple[Action, State]]
+
+
+def _rank(cut: Cut, successor: bool) -> int:
+    # Inlined copy of fencepost.model.cuts.rank for the hot paths.
+    return cut.half + 2 * cut.kind if successor else 2 * cut.half + cut.kind
+
+
+# ---------------------------------------------------------------------------
+# Public API
+
+
+def initial(config: ModelConfig) -> State:
+    """The initial state: epoch 1, nothing certified, record ``(1, nothing, 0, None)``.
+
+    Every partition holds its own events, none final, no outcome durable, no
+    checkpoint in any epoch; readers and publishers are idle with full budgets.
+    """
+    ctx = context_for(config)
+    epochs = config.epochs
+    reader = Reader(IDLE, config.passes, 0, NOTHING, NOTHING, 0, 0, -1)
+    readers = (reader,) * config.readers if ctx.has_readers else ()
+    part = Partition(
+        Truth((), 0, 0), (MISSING,) * epochs, (0,) * epochs, (NOTHING,) * epochs, readers
+    )
+    publisher = Publisher(
+        IDLE, config.attempts, 0, 0, NOTHING, 0, NOTHING, "", "", True, 0, NOTHING, -1, 0, "", 0
+    )
+    publishers = (publisher,) * config.publishers if ctx.has_publishers else ()
+    return State(
+        ctx,
+        1,
+        (part,) * config.partitions,
+        Record(1, NOTHING, 0, None),
+        publishers,
+        History(1, NOTHING, NOTHING),
+    )
+
+
+def actions(state: State) -> list[Action]:
+    """Every transition enabled in ``state``, in a stable order."""
+    return [a for a, _ in successors(state)]
+
+
+def step(state: State, action: Action) -> State:
+    """The state after ``action``; raises ``ValueError`` if it is not enabled in ``state``."""
+    for candidate, nxt in successors(state):
+        if candidate == action:
+            return nxt
+    raise ValueError(
+        f"action '{action.describe()}' is not enabled in this state; pick one of actions(state)"
+    )
+
+
+def matching(state: State, kind: str, **fields: object) -> list[Action]:
+    """Enabled actions of ``kind`` whose named fields (``actor=``, ``partition=``...) match."""
+    return [
+        a
+        for a in actions(state)
+        if a.kind == kind and all(getattr(a, name) == value for name, value in fields.items())
+    ]
+
+
+def successors(state: State) -> Successors:
+    """Every enabled ``(action, next_state)``: per partition (environment, readers), then
+    the reshard, then publishers."""
+    out: Successors = []
+    _local(state, out)
+    _reshard(state, out)
+    if state.context.has_publishers:
+        _publishers(state, out)
+    return out
+
+
+def merge(state: State, epoch: int) -> tuple[str, Cut]:
+    """The model's merge (semantics.md section 4) of ``epoch``'s checkpoint vector.
+
+    Returns ``(reason, NOTHING)`` when withheld, ``("", cut)`` otherwise: the
+    minimum over every member, published exactly as certified, ties broken by
+    :func:`fencepost.model.cuts.minimum` (``through x`` over ``before x+1``).
+    The reasons are checked in the documented order; there is one order per
+    model, so ``incomparable`` cannot arise. Mutants bend one rule here.
+    """
+    ctx = state.context
+    mutant = ctx.mutant
+    scope = ctx.config.scope
+    vector: list[Checkpoint] = []
+    for part in state.partitions:
+        if mutant == "epoch-blind":
+            cp = MISSING
+            for older in part.checkpoints[:epoch]:
+                if older.epoch:
+                    cp = older
+        else:
+            cp = part.checkpoints[epoch - 1]
+        if cp.epoch == 0:
+            if mutant == "skip-missing":
+                continue
+            return MISSING_CHECKPOINT, NOTHING
+        vector.append(cp)
+    if mutant != "epoch-blind" and any(cp.epoch != epoch for cp in vector):
+        return EPOCH_MISMATCH, NOTHING
+    if mutant != "scope-blind" and any(cp.scope != scope for cp in vector):
+        return SCOPE_MISMATCH, NOTHING
+    if mutant != "provisional-ok" and not all(cp.final for cp in vector):
+        return UNSUPPORTED_FINALITY, NOTHING
+    cuts = [cp.cut for cp in vector]
+    if mutant == "epsilon" and not ctx.successor:
+        cuts = [successor_cut(c) for c in cuts]
+    if mutant == "relabel" and cuts:
+        low = min(c.half for c in cuts)
+        kind = THROUGH if any(c.half == low and c.kind == THROUGH for c in cuts) else BEFORE
+        result = Cut(low, kind)
+    else:
+        result = min_cut(cuts, ctx.successor)
+    if result == NOTHING:
+        return NO_COVERAGE, NOTHING
+    return "", result
+
+
+# ---------------------------------------------------------------------------
+# Helpers building successor states (direct constructors: _replace is slow)
+
+
+def _with_partition(state: State, i: int, part: Partition, epoch: int = 0) -> State:
+    parts = state.partitions
+    return State(
+        state.context,
+        epoch or state.epoch,
+        (*parts[:i], part, *parts[i + 1 :]),
+        state.record,
+        state.publishers,
+        state.history,
+    )
+
+
+def _with_publisher(state: State, k: int, pub: Publisher) -> State:
+    pubs = state.publishers
+    return State(
+        state.context,
+        state.epoch,
+        state.partitions,
+        state.record,
+        (*pubs[:k], pub, *pubs[k + 1 :]),
+        state.history,
+    )
+
+
+def _store_checkpoint(
+    part: Partition, truth: Truth, epoch: int, cp: Checkpoint, generation: int, successor: bool
+) -> Partition:
+    """The store writes ``cp`` as generation ``generation`` of (partition, epoch).
+
+    It also keeps the observer's peak (the highest cut ever stored there).
+    """
+    e = epoch - 1
+    peaks = part.peaks
+    if _rank(cp.cut, successor) > _rank(peaks[e], successor):
+        peaks = (*peaks[:e], cp.cut, *peaks[e + 1 :])
+    cps = part.checkpoints
+    gens = part.generations
+    return Partition(
+        truth,
+        (*cps[:e], cp, *cps[e + 1 :]),
+        (*gens[:e], generation, *gens[e + 1 :]),
+        peaks,
+        part.readers,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Environment
+
+
+LocalMoves = list[tuple[Action, Partition]]
+
+
+def _local(state: State, out: Successors) -> None:
+    """Transitions that touch one partition only: its environment and its readers.
+
+    They depend on nothing but the partition, its index and the current epoch,
+    so they are computed once per distinct (index, epoch, partition) and reused.
+    """
+    ctx = state.context
+    e = state.epoch
+    cache = ctx.local_cache
+    for i, part in enumerate(state.partitions):
+        key = (i, e, part)
+        moves = cache.get(key)
+        if moves is None:
+            if ctx.part == "publication":
+                moves = _certify_partition(ctx, i, e, part)
+            else:
+                moves = _finalize_partition(ctx, i, e, part)
+            if ctx.has_readers:
+                moves.extend(_reader_moves(ctx, i, e, part))
+            cache[key] = moves
+        for act, new_part in moves:
+            out.append((act, _with_partition(state, i, new_part)))
+
+
+def _certify_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
+    """Publication part: checkpoint advances as environment steps.
+
+    ``ingest`` certifies any cut above the one stored for (partition, current
+    epoch); the events of its downset become final with durable outcomes as it
+    does, so the cut is true by construction (the ingest guarantee, assumed).
+    While a (partition, epoch) has no checkpoint yet, a ``faulty writer`` may
+    store a bad first one instead: provisional, for another scope, or stamped
+    with the previous epoch, at the least cut that is *not* true. A later
+    certified cut above it replaces it.
+    """
+    cfg = ctx.config
+    succ = ctx.successor
+    scope = cfg.scope
+    name = ctx.partition_names[i]
+    truth = part.truth
+    cp = part.checkpoints[e - 1]
+    gen = part.generations[e - 1] + 1
+    current = _rank(cp.cut, succ)
+    settled = truth.final & truth.durable
+    first_untrue: Cut | None = None
+    moves: LocalMoves = []
+    for cut in ctx.candidates:
+        if _rank(cut, succ) <= current:
+            continue
+        req = ctx.required(truth.moved, e, cut)
+        if first_untrue is None and req & settled != req:
+            first_untrue = cut
+        new_truth = Truth(truth.moved, truth.final | req, truth.durable | req)
+        new_part = _store_checkpoint(
+            part, new_truth, e, Checkpoint(cut, 0, scope, e, True), gen, succ
+        )
+        moves.append((ctx.action("certify", "ingest", name, e, cut), new_part))
+    if first_untrue is None or cp.epoch != 0:
+        return moves
+    for kind in cfg.bad_checkpoints:
+        if kind == "provisional":
+            bad = Checkpoint(first_untrue, 0, scope, e, False)
+        elif kind == "scope":
+            bad = Checkpoint(first_untrue, 0, scope + "-other", e, True)
+        elif e >= 2:
+            bad = Checkpoint(first_untrue, 0, scope, e - 1, True)
+        else:
+            continue
+        act = ctx.action("bad_checkpoint", "faulty writer", name, e, first_untrue, detail=kind)
+        moves.append((act, _store_checkpoint(part, truth, e, bad, gen, succ)))
+    return moves
+
+
+def _finalize_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
+    """Ingest and composed parts: the source finalizes the next event of a sequence.
+
+    Each partition's own events, and each batch a reshard moved in, finalize
+    in position order (a source's finality advances as a prefix).
+    """
+    truth = part.truth
+    moves: LocalMoves = []
+    for seq in ctx.batches(truth.moved, e):
+        for idx in seq:
+            bit = 1 << idx
+            if not truth.final & bit:
+                act = ctx.action(
+                    "finalize", "source", ctx.partition_names[i], detail=ctx.event_text(i, idx)
+                )
+                new_truth = Truth(truth.moved, truth.final | bit, truth.durable)
+                moves.append((act, part._replace(truth=new_truth)))
+                break
+    return moves
+
+
+def _reshard(state: State, out: Successors) -> None:
+    """The membership moves to the next epoch, and a reshard moves events into one partition.
+
+    The moved events (``moved_positions``) sit below what that partition may
+    already have certified in the old epoch. Every partition may be the target.
+    """
+    ctx = state.context
+    e = state.epoch
+    if e >= ctx.config.epochs:
+        return
+    new_e = e + 1
+    if ctx.n_moved == 0:
+        act = ctx.action("reshard", "membership", None, new_e)
+        out.append((act, state._replace(epoch=new_e)))
+        return
+    where = ", ".join(coordinate_text(h) for h in ctx.moved_halves)
+    for i, part in enumerate(state.partitions):
+        truth = part.truth
+        new_part = part._replace(truth=Truth((*truth.moved, new_e), truth.final, truth.durable))
+        act = ctx.action("reshard", "membership", ctx.partition_names[i], new_e, detail=where)
+        out.append((act, _with_partition(state, i, new_part, new_e)))
+
+
+# ---------------------------------------------------------------------------
+# Readers (ingest passes): every step touches the reader's partition only.
+
+
+def _reader_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
+    moves: LocalMoves = []
+    for j, reader in enumerate(part.readers):
+        name = ctx.reader_names[i][j]
+        if reader.phase == IDLE:
+            if reader.passes_left:
+                _reader_start(ctx, i, j, e, name, part, moves)
+        elif reader.phase == FETCHED:
+            _reader_record(ctx, i, j, name, part, moves)
+        else:
+            _reader_fetch(ctx, i, j, name, part, moves)
+            _reader_write(ctx, i, j, name, part, moves)
+    return moves
+
+
+def _set_reader(part: Partition, j: int, reader: Reader, truth: Truth | None = None) -> Partition:
+    readers = part.readers
+    return Partition(
+        part.truth if truth is None else truth,
+        part.checkpoints,
+        part.generations,
+        part.peaks,
+        (*readers[:j], reader, *readers[j + 1 :]),
+    )
+
+
+def _idle_reader(reader: Reader) -> Reader:
+    return Reader(IDLE, reader.passes_left, 0, NOTHING, NOTHING, 0, 0, -1)
+
+
+def _reader_start(
+    ctx: Context, i: int, j: int, e: int, name: str, part: Partition, moves: LocalMoves
+) -> None:
+    """``read_checkpoint``: a pass starts from the checkpoint of the current epoch (or none)."""
+    reader = part.readers[j]
+    cp = part.checkpoints[e - 1]
+    act = ctx.action("read_checkpoint", name, ctx.partition_names[i], e)
+    new = Reader(
+        READING, reader.passes_left - 1, e, cp.cut, cp.cut, cp.token, 0, part.generations[e - 1]
+    )
+    moves.append((act, _set_reader(part, j, new)))
+
+
+def _reader_fetch(
+    ctx: Context, i: int, j: int, name: str, part: Partition, moves: LocalMoves
+) -> None:
+    """The provider answers ``fetch_page`` from the reader's token, in every allowed way.
+
+    A page delivers up to ``page_size`` new events (possibly none), may also
+    repeat the previous event (overlap), and carries no claim, the provider's
+    greatest final claim of either endpoint kind, or a non-final claim one cut
+    past what is final. A final claim is honest: every event in its downset is
+    final at the source and was delivered by the traversal so far.
+    """
+    cfg = ctx.config
+    succ = ctx.successor
+    mutant = ctx.mutant
+    reader = part.readers[j]
+    truth = part.truth
+    e = reader.epoch
+    view = ctx.view(truth.moved, e)
+    t = reader.token
+    pname = ctx.partition_names[i]
+    claim_rank = _rank(reader.claim, succ)
+    starts = (t, t - 1) if cfg.overlap and t > 0 else (t,)
+    for end in range(t, min(len(view), t + cfg.page_size) + 1):
+        best: dict[int, Cut] = {}
+        top_valid = -10
+        for cut in ctx.candidates:
+            req = ctx.required(truth.moved, e, cut)
+            r = _rank(cut, succ)
+            if req.bit_count() <= end and req & truth.final == req:
+                top_valid = max(top_valid, r)
+                if r > claim_rank and (cut.kind not in best or r > _rank(best[cut.kind], succ)):
+                    best[cut.kind] = cut
+        claims: list[tuple[str, Cut]] = [("", NOTHING)]
+        claims.extend(("final", best[k]) for k in (BEFORE, THROUGH) if k in best)
+        for cut in ctx.candidates:
+            if _rank(cut, succ) > top_valid:
+                claims.append(("non-final", cut))
+                break
+        for start in starts:
+            delivered = view[start:end]
+            mask = 0
+            for idx in delivered:
+                mask |= 1 << idx
+            names = tuple(ctx.event_text(i, idx) for idx in delivered)
+            for claim_kind, claim in claims:
+                new_claim = reader.claim
+                if mutant == "max-observed":
+                    if delivered:
+                        seen = Cut(max(ctx.half_of(idx) for idx in delivered), THROUGH)
+                        if _rank(seen, succ) > _rank(new_claim, succ):
+                            new_claim = seen
+                elif (claim_kind == "final" or mutant == "provisional-ok" and claim_kind) and _rank(
+                    claim, succ
+                ) > _rank(new_claim, succ):
+                    new_claim = claim
+                page = Page(start, end, claim_kind, claim, names, start < t)
+                act = ctx.action("fetch_page", name, pname, e, outcome="ok", page=page)
+                new = Reader(
+                    FETCHED if mask else READING,
+                    reader.passes_left,
+                    e,
+                    reader.base,
+                    new_claim,
+                    end,
+                    mask,
+                    reader.expected,
+                )
+                moves.append((act, _set_reader(part, j, new)))
+
+
+def _reader_record(
+    ctx: Context, i: int, j: int, name: str, part: Partition, moves: LocalMoves
+) -> None:
+    """``record_outcome`` for every event of the page held: idempotent per event."""
+    reader = part.readers[j]
+    truth = part.truth
+    names = ", ".join(
+        ctx.event_name(i, idx)
+        for idx in ctx.view(truth.moved, reader.epoch)
+        if reader.pending >> idx & 1
+    )
+    act = ctx.action("record_outcomes", name, ctx.partition_names[i], reader.epoch, detail=names)
+    new = Reader(
+        READING,
+        reader.passes_left,
+        reader.epoch,
+        reader.base,
+        reader.claim,
+        reader.token,
+        0,
+        reader.expected,
+    )
+    new_truth = Truth(truth.moved, truth.final, truth.durable | reader.pending)
+    moves.append((act, _set_reader(part, j, new, new_truth)))
+
+
+def _reader_write(
+    ctx: Context, i: int, j: int, name: str, part: Partition, moves: LocalMoves
+) -> None:
+    """``write_checkpoint`` conditional on the generation the pass read, or the pass ends.
+
+    A pass writes only a final claim strictly above the cut it read, after
+    recording every outcome it was handed. The store applies the write only if
+    the stored generation is still the expected one (storing expected + 1);
+    otherwise it conflicts and the newer checkpoint stands. Without a response
+    the reader cannot tell; the pass ends either way and the next one rereads.
+    """
+    cfg = ctx.config
+    succ = ctx.successor
+    reader = part.readers[j]
+    pname = ctx.partition_names[i]
+    e = reader.epoch
+    idle = _set_reader(part, j, _idle_reader(reader))
+    if _rank(reader.claim, succ) <= _rank(reader.base, succ):
+        moves.append((ctx.action("end_pass", name, pname, e), idle))
+        return
+    current = part.generations[e - 1]
+    cut = reader.claim
+    expecting = f"generation {reader.expected}" if reader.expected else "no checkpoint"
+    if current == reader.expected:
+        stored = _store_checkpoint(
+            idle,
+            part.truth,
+            e,
+            Checkpoint(cut, reader.token, cfg.scope, e, True),
+            current + 1,
+            succ,
+        )
+        moves.append(
+            (ctx.action("write_checkpoint", name, pname, e, cut, "ok", detail=expecting), stored)
+        )
+        if cfg.lost_responses:
+            act = ctx.action(
+                "write_checkpoint", name, pname, e, cut, "lost-applied", detail=expecting
+            )
+            moves.append((act, stored))
+    else:
+        act = ctx.action("write_checkpoint", name, pname, e, cut, "conflict", detail=expecting)
+        if ctx.mutant == "overwrite":
+            # The late retry adopts the stored generation and writes its old cut again.
+            moves.append((act, _set_reader(part, j, reader._replace(expected=current))))
+        else:
+            moves.append((act, idle))
+    if cfg.lost_responses:
+        act = ctx.action(
+            "write_checkpoint", name, pname, e, cut, "lost-not-applied", detail=expecting
+        )
+        moves.append((act, idle))
+
+
+# ---------------------------------------------------------------------------
+# Publishers
+
+
+def _publishers(state: State, out: Successors) -> None:
+    ctx = state.context
+    for k, pub in enumerate(state.publishers):
+        name = ctx.publisher_names[k]
+        phase = pub.phase
+        if phase == IDLE:
+            if pub.attempts_left:
+                _pub_read_record(state, k, name, out)
+        elif phase == HAVE_RECORD:
+            _pub_read_membership(state, k, name, out)
+        elif phase == HAVE_MEMBERSHIP:
+            _pub_read_checkpoints(state, k, name, out)
+        elif phase == PROPOSING:
+            _pub_write(state, k, name, out)
+        else:
+            _pub_reread(state, k, name, out)
+        if pub.orphan_epoch:
+            _pub_delayed(state, k, name, out)
+
+
+def _report(pub: Publisher, outcome: str, reason: str = "", justified: bool = True) -> Publisher:
+    """The attempt ends reporting ``outcome``; its claim is kept for published/confirmed."""
+    keep = outcome in (PUBLISHED, CONFIRMED)
+    return Publisher(
+        IDLE,
+        pub.attempts_left,
+        0,
+        0,
+        NOTHING,
+        pub.mem_epoch if keep else 0,
+        pub.proposal if keep else NOTHING,
+        outcome,
+        reason,
+        justified,
+        pub.orphan_epoch,
+        pub.orphan_cut,
+        -1,
+        pub.orphan_revision,
+        pub.orphan_op,
+        pub.attempt,
+    )
+
+
+def _holding_record(pub: Publisher, rec: Record, retries_left: int, attempt: int) -> Publisher:
+    """The publisher holds ``rec`` as read and is about to read the membership."""
+    return Publisher(
+        HAVE_RECORD,
+        pub.attempts_left,
+        retries_left,
+        rec.epoch,
+        rec.cut,
+        0,
+        NOTHING,
+        "",
+        "",
+        True,
+        pub.orphan_epoch,
+        pub.orphan_cut,
+        rec.revision,
+        pub.orphan_revision,
+        pub.orphan_op,
+        attempt,
+    )
+
+
+def _timeout(state: State, k: int, name: str, act: Action, out: Successors) -> None:
+    """A read times out (``read_timeouts``): the attempt gives up, honestly knowing nothing."""
+    pub = state.publishers[k]
+    if pub.phase == IDLE:
+        pub = pub._replace(attempts_left=pub.attempts_left - 1, attempt=pub.attempt + 1)
+    out.append((act, _with_publisher(state, k, _report(pub, GAVE_UP))))
+
+
+def _pub_read_record(state: State, k: int, name: str, out: Successors) -> None:
+    ctx = state.context
+    pub = state.publishers[k]
+    act = ctx.action("read_publication", name, outcome="ok")
+    started = pub._replace(attempts_left=pub.attempts_left - 1)
+    new = _holding_record(started, state.record, ctx.config.retries, pub.attempt + 1)
+    out.append((act, _with_publisher(state, k, new)))
+    if ctx.config.read_timeouts:
+        _timeout(state, k, name, ctx.action("read_publication", name, outcome="timeout"), out)
+
+
+def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> None:
+    ctx = state.context
+    pub = state.publishers[k]
+    act = ctx.action("read_membership", name, epoch=state.epoch, outcome="ok")
+    new = pub._replace(phase=HAVE_MEMBERSHIP, mem_epoch=state.epoch)
+    out.append((act, _with_publisher(state, k, new)))
+    if ctx.config.read_timeouts:
+        _timeout(state, k, name, ctx.action("read_membership", name, outcome="timeout"), out)
+
+
+def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> None:
+    """Read the membership epoch's checkpoints, merge, and decide (semantics.md 5 and 6).
+
+    Withheld: stop with the reason. Same epoch as the record: propose only a
+    cut strictly ahead, else ``unchanged``. A newer epoch (cutover): under
+    ``monotone`` propose only a cut at least the record's, else withheld
+    ``cutover_pending``; under ``reset`` any cut.
+    """
+    ctx = state.context
+    succ = ctx.successor
+    pub = state.publishers[k]
+    e = pub.mem_epoch
+    reason, cut = merge(state, e)
+    if reason:
+        new = _report(pub, WITHHELD, reason)
+        detail = reason
+        shown: Cut | None = None
+    else:
+        shown = cut
+        r_new = _rank(cut, succ)
+        r_rec = _rank(pub.rec_cut, succ)
+        if pub.rec_epoch == e:
+            propose = r_new > r_rec
+        else:
+            propose = ctx.mutant == "cutover-regress" or not (ctx.monotone and r_new < r_rec)
+        if propose:
+            # The record's epoch and cut are dead from here on (the write names
+            # only the revision); clearing them keeps equivalent states equal.
+            new = pub._replace(phase=PROPOSING, proposal=cut, rec_epoch=0, rec_cut=NOTHING)
+            detail = "propose"
+        elif pub.rec_epoch == e:
+            new = _report(pub, UNCHANGED)
+            detail = "unchanged"
+        else:
+            new = _report(pub, WITHHELD, CUTOVER_PENDING)
+            detail = CUTOVER_PENDING
+    act = ctx.action("read_checkpoints", name, None, e, shown, "ok", detail=detail)
+    out.append((act, _with_publisher(state, k, new)))
+    if ctx.config.read_timeouts:
+        _timeout(state, k, name, ctx.action("read_checkpoints", name, None, e, outcome="timeout"), out)
+
+
+def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
+    """The store applies a publication write: revision + 1, op_id stored, history updated.
+
+    Every write still in flight named the old revision, so none can apply any
+    more: they are dropped.
+    """
+    ctx = state.context
+    succ = ctx.successor
+    rec = state.record
+    hist = state.history
+    r = _rank(cut, succ)
+    if epoch > hist.peak_epoch:
+        peak_epoch, peak_cut = epoch, cut
+    elif epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ):
+        peak_epoch, peak_cut = epoch, cut
+    else:
+        peak_epoch, peak_cut = hist.peak_epoch, hist.peak_cut
+    peak_all = hist.peak_all
+    if ctx.monotone and r > _rank(peak_all, succ):
+        peak_all = cut
+    pubs = tuple(_no_orphan(p) if p.orphan_epoch else p for p in state.publishers)
+    return State(
+        ctx,
+        state.epoch,
+        state.partitions,
+        Record(epoch, cut, rec.revision + 1, op_id),
+        pubs,
+        History(peak_epoch, peak_cut, peak_all),
+    )
+
+
+def _no_orphan(pub: Publisher) -> Publisher:
+    return pub._replace(orphan_epoch=0, orphan_cut=NOTHING, orphan_revision=0, orphan_op="")
+
+
+def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
+    """``write_publication`` conditional on the revision read, with every network outcome.
+
+    Revision still current: applied and acknowledged; applied with the response
+    lost; or the response times out while the write is still in flight (the
+    store may apply it later, :func:`_pub_delayed`). Revision moved: a
+    conflict answered with the current record, after which the attempt
+    rereads and recomputes. Either way the request may be lost (not applied,
+    response lost). Without an acknowledgement the publisher is in doubt and
+    must make the authoritative read.
+    """
+    ctx = state.context
+    cfg = ctx.config
+    mutant = ctx.mutant
+    pub = state.publishers[k]
+    rec = state.record
+    e, cut = pub.mem_epoch, pub.proposal
+    op = f"{name}-{pub.attempt}"
+
+    def unacknowledged(p: Publisher) -> Publisher:
+        if mutant == "blind-success":
+            return _report(p, PUBLISHED, justified=False)
+        return p._replace(phase=IN_DOUBT, rec_revision=-1)
+
+    if pub.rec_revision == rec.revision:
+        applied = _written(state, e, cut, op)
+        act = ctx.action("write_publication", name, None, e, cut, "ok")
+        out.append((act, _with_publisher(applied, k, _no_orphan(_report(pub, PUBLISHED)))))
+        if cfg.lost_responses:
+            act = ctx.action("write_publication", name, None, e, cut, "lost-applied")
+            out.append((act, _with_publisher(applied, k, _no_orphan(unacknowledged(pub)))))
+            if cfg.in_flight and not pub.orphan_epoch:
+                flying = unacknowledged(pub)._replace(
+                    orphan_epoch=e, orphan_cut=cut, orphan_revision=rec.revision, orphan_op=op
+                )
+                act = ctx.action("write_publication", name, None, e, cut, "in-flight")
+                out.append((act, _with_publisher(state, k, flying)))
+    else:
+        if not pub.retries_left:
+            retry = _report(pub, GAVE_UP)
+            detail = "gave_up"
+        elif mutant == "stale-cut-retry":
+            retry = pub._replace(retries_left=pub.retries_left - 1, rec_revision=rec.revision)
+            # (keeps its proposal: the old cut, not recomputed)
+            detail = "same-cut"
+        else:
+            retry = _holding_record(pub, rec, pub.retries_left - 1, pub.attempt)
+            detail = "retry"
+        act = ctx.action("write_publication", name, None, e, cut, "conflict", detail=detail)
+        out.append((act, _with_publisher(state, k, retry)))
+    if cfg.lost_responses:
+        act = ctx.action("write_publication", name, None, e, cut, "lost-not-applied")
+        out.append((act, _with_publisher(state, k, unacknowledged(pub))))
+
+
+def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
+    """The authoritative read after a lost response (semantics.md section 5).
+
+    Same epoch and a cut at or past the proposal: ``confirmed`` (the claim is
+    present, whoever wrote it). Otherwise, within the retry budget, the
+    attempt starts over from this record: it rereads the membership (the
+    cutover rule applies if the epoch changed) and the current checkpoints.
+    """
+    ctx = state.context
+    succ = ctx.successor
+    pub = state.publishers[k]
+    rec = state.record
+    e = pub.mem_epoch
+    if rec.epoch == e and _rank(rec.cut, succ) >= _rank(pub.proposal, succ):
+        new = _report(pub, CONFIRMED, justified=True)
+        decision = "confirmed"
+    elif not pub.retries_left:
+        new = _report(pub, GAVE_UP)
+        decision = "gave_up"
+    elif rec.epoch != e and ctx.mutant == "fence-blind":
+        new = pub._replace(
+            phase=HAVE_MEMBERSHIP,
+            retries_left=pub.retries_left - 1,
+            rec_epoch=e,
+            rec_cut=rec.cut,
+            rec_revision=rec.revision,
+            proposal=NOTHING,
+        )
+        decision = "same-epoch"
+    else:
+        new = _holding_record(pub, rec, pub.retries_left - 1, pub.attempt)
+        decision = "retry" if rec.epoch == e else "cutover"
+    act = ctx.action("read_publication", name, outcome="ok", detail=f"authoritative:{decision}")
+    out.append((act, _with_publisher(state, k, new)))
+    if ctx.config.read_timeouts:
+        act = ctx.action("read_publication", name, outcome="timeout", detail="authoritative")
+        _timeout(state, k, name, act, out)
+
+
+def _pub_delayed(state: State, k: int, name: str, out: Successors) -> None:
+    """The store applies a write of publisher ``name`` that was still in flight.
+
+    Only possible while the revision it names is current (every later write
+    drops it); the publisher meanwhile may be anywhere in its attempt.
+    """
+    ctx = state.context
+    pub = state.publishers[k]
+    if pub.orphan_revision != state.record.revision:
+        return
+    applied = _written(state, pub.orphan_epoch, pub.orphan_cut, pub.orphan_op)
+    act = ctx.action("delayed_write", name, None, pub.orphan_epoch, pub.orphan_cut, "applied")
+    out.append((act, applied))

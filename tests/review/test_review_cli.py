@@ -1,0 +1,118 @@
+"""`fencepost review` and `fencepost contracts`: output, formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from review_data import DATA, MINIMAL, variant
+
+from fencepost.cli import main
+from fencepost.impl.contract import shipped_contract_names
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_contracts_list_names_every_shipped_contract() -> None:
+    code, out, _ = run("contracts", "list")
+    assert code == 0
+    for name in shipped_contract_names():
+        assert name in out
+    code, out, _ = run("contracts", "list", "--json")
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["stripe"]["errors"] == 2 and rows["kafka"]["errors"] == 0
+    assert rows["kinesis"]["finality"] == "shard-closed"
+
+
+def test_contracts_show() -> None:
+    code, out, _ = run("contracts", "show", "kafka")
+    assert code == 0
+    assert "last-stable-offset" in out and "[consumer-javadoc]" in out
+    assert "boundaries.last-stable-offset.cut (unresolved)" in out
+    code, out, _ = run("contracts", "show", "kafka", "--format", "json")
+    assert json.loads(out)["order"]["successor"] is True
+    code, out, _ = run("contracts", "show", "spanner", "--format", "toml")
+    root = Path(__file__).parents[2]
+    assert out == (root / "contracts" / "spanner.toml").read_text(encoding="utf-8")
+
+
+def test_contracts_show_unknown_name_is_a_usage_error() -> None:
+    code, _, err = run("contracts", "show", "kinesys")
+    assert code == 2 and "did you mean 'kinesis'?" in err
+
+
+def test_review_provider_kinesis_passes() -> None:
+    code, out, _ = run("review", "--provider", "kinesis")
+    assert code == 0
+    assert "unconfirmed-unresolved" in out and "finality-limited" in out
+    assert "contracts/kinesis.toml:" in out
+    assert out.rstrip().endswith("reviewed 1 contract: 0 errors, 1 warning, 1 note")
+
+
+def test_review_bad_contract_exits_1_with_its_witness() -> None:
+    path = str(DATA / "kinesis-caught-up-bad.toml")
+    code, out, _ = run("review", path)
+    assert code == 1
+    assert "caught-up-finality" in out and "witness (Z3, verified)" in out
+    assert "visible only after the signal" in out
+
+
+def test_review_formats() -> None:
+    path = str(DATA / "cockroach-cursor-bad.toml")
+    code, out, _ = run("review", path, "--format", "json")
+    payload = json.loads(out)
+    assert code == 1 and payload["failed"] is True
+    (finding,) = payload["contracts"][0]["findings"]
+    assert finding["rule"] == "endpoint-mismatch" and finding["severity"] == "error"
+    assert finding["witness"]["verified"] is True
+    assert finding["witness"]["events"][0]["shown"] == "1700000000000000000.0000000000"
+    code, same, _ = run("review", path, "--json")
+    assert json.loads(same) == payload
+    code, md, _ = run("review", path, "--format", "md")
+    assert code == 1 and "| error | `endpoint-mismatch` |" in md and "**Witness for" in md
+
+
+def test_review_several_and_all() -> None:
+    code, out, _ = run("review", "--provider", "kafka", "--provider", "spanner", str(MINIMAL))
+    assert code == 0 and "reviewed 3 contracts" in out
+    code, out, _ = run("review", "--all", "--json")
+    payload = json.loads(out)
+    assert code == 1 and len(payload["contracts"]) == len(shipped_contract_names())
+
+
+def test_fail_on_warning() -> None:
+    assert run("review", "--provider", "kafka")[0] == 0
+    assert run("review", "--provider", "kafka", "--fail-on", "warning")[0] == 1
+    assert run("review", str(MINIMAL), "--fail-on", "note")[0] == 0
+
+
+def test_usage_errors_exit_2() -> None:
+    code, _, err = run("review")
+    assert code == 2 and "CONTRACT" in err
+    code, _, err = run("review", "--provider", "kafak")
+    assert code == 2 and "did you mean 'kafka'?" in err
+    code, _, err = run("review", "--provider", "kafka", "--format", "yaml")
+    assert code == 2
+
+
+def test_malformed_and_missing_files_exit_2_with_file_and_line(tmp_path: Path) -> None:
+    text = variant(MINIMAL.read_text(), ('guarantee = "final"', 'guarantee = "finale"'))
+    bad = tmp_path / "broken.toml"
+    bad.write_text(text)
+    line = text.splitlines().index('guarantee = "finale"') + 1
+    code, out, err = run("review", str(bad))
+    assert code == 2 and out == ""
+    assert f"{bad}:{line}: claims.durable.guarantee: must be one of" in err
+    assert "did you mean 'final'?" in err
+    code, _, err = run("review", str(tmp_path / "absent.toml"))
+    assert code == 2 and "no such file" in err
+    syntax = tmp_path / "syntax.toml"
+    syntax.write_text("[provider]\nname = \n")
+    code, _, err = run("review", str(syntax))
+    assert code == 2 and f"{syntax}:2: TOML syntax" in err
