@@ -46,14 +46,37 @@ class ConfigError(ValueError):
 class ModelConfig:
     """One finite instance of the protocol.
 
-    Coordinates are the integers ``0 .. coordinates-1`` of one order; ``successor``
-    says whether it has an exact successor (offsets) or is dense (timestamps,
-    strings), in which case events may also sit half-way between two integer
-    coordinates. ``positions`` places each partition's own events (coordinate
-    units, several may share a coordinate); ``moved_positions`` places the events
-    a reshard moves into an existing partition, below its old checkpoint.
-    ``None`` picks the documented default layout for ``events_per_partition`` /
-    ``moved_events``.
+    ``part`` picks the sub-model: ``ingest`` (readers and the source; no
+    publishers), ``publication`` (publishers; checkpoints advance as
+    environment steps; no readers) or ``composed`` (both). Fields a part does
+    not use are ignored by it, and so is a mutant whose bug lives elsewhere.
+
+    Bounds: ``partitions`` (members of every epoch), ``publishers``,
+    ``readers`` (ingest workers per partition), ``coordinates`` (integer
+    coordinate values ``0..coordinates-1`` of the one order),
+    ``events_per_partition`` / ``positions`` (each partition's own events, in
+    coordinate units; several may share a coordinate), ``moved_events`` /
+    ``moved_positions`` (the events each reshard moves into a partition),
+    ``epochs`` (membership epochs; ``epochs - 1`` reshards), ``attempts``
+    (publication attempts per publisher), ``retries`` (retries within one
+    attempt after a conflict or an unconfirmed lost response), ``passes``
+    (ingest passes per reader), ``page_size`` (new events per page).
+    ``None`` positions pick the default layout (see :func:`_default_positions`).
+
+    Order: ``successor`` true is an order with an exact successor (offsets,
+    events only at integer coordinates); false is dense (timestamps, strings),
+    where events may also sit half-way past a coordinate.
+
+    Faults and environment: ``lost_responses`` (write responses may be lost,
+    the write applied or not), ``in_flight`` (a publication write whose
+    response timed out may still be applied later), ``read_timeouts``
+    (publisher reads may time out; the attempt gives up), ``overlap`` (a page
+    may repeat the previous page's last event), ``bad_checkpoints`` (kinds of
+    bad first checkpoints the publication environment may store).
+
+    ``policy`` is the membership cutover policy, ``scope`` the stream's query
+    scope, ``mutant`` at most one known bug switched on
+    (:data:`fencepost.model.mutants.MUTANTS`).
     """
 
     part: str = "publication"
@@ -65,8 +88,8 @@ class ModelConfig:
     moved_events: int = 1
     epochs: int = 2
     lost_responses: bool = True
-    in_flight: bool = False
-    read_timeouts: bool = False
+    in_flight: bool = True
+    read_timeouts: bool = True
     policy: str = "monotone"
     successor: bool = False
     attempts: int = 1
@@ -157,17 +180,18 @@ class ModelConfig:
         halves = []
         top = Fraction(self.coordinates - 1) + (0 if self.successor else Fraction(1, 2))
         for value in values:
-            if value < 0 or value > top:
-                raise ConfigError(
-                    f"{name}: event at {value} lies outside 0..{top} (coordinates "
-                    f"0..{self.coordinates - 1}, and half-way past the last on a dense order); "
-                    "raise coordinates or move the event"
-                )
+            shown = f"{float(value):g}"
             half = to_half(value)
             if self.successor and half % 2:
                 raise ConfigError(
-                    f"{name}: event at {value} sits between integer coordinates, which an "
+                    f"{name}: event at {shown} sits between integer coordinates, which an "
                     "order with an exact successor does not allow; use successor=False"
+                )
+            if value < 0 or value > top:
+                where = "" if self.successor else ", or half-way past the last on a dense order"
+                raise ConfigError(
+                    f"{name}: event at {shown} lies outside the coordinates "
+                    f"0..{self.coordinates - 1}{where}; raise coordinates or move the event"
                 )
             halves.append(half)
         return tuple(sorted(halves))
@@ -252,7 +276,7 @@ DEFAULTS: dict[str, ModelConfig] = {
         partitions=1,
         publishers=0,
         readers=2,
-        events_per_partition=2,
+        events_per_partition=3,
         epochs=1,
     ),
     "publication": ModelConfig(part="publication"),
@@ -263,6 +287,7 @@ DEFAULTS: dict[str, ModelConfig] = {
         readers=1,
         events_per_partition=1,
         epochs=2,
+        overlap=False,
     ),
 }
 

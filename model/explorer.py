@@ -22,14 +22,17 @@ invariant. States are deduplicated by a *canonical key*:
   out). Permuting them maps reachable states to reachable states and
   violations to violations, so one representative per orbit suffices.
 
-The reachable graph is kept in a ``networkx.DiGraph`` whose nodes are state
-numbers (``result.keys[n]`` is node ``n``'s canonical key, ``result.representatives[n]``
-the state explored for it).
+The reachable graph is kept as a flat edge list during the search and handed
+out as a ``networkx.DiGraph`` (``result.graph``, built in bulk on first use)
+whose nodes are state numbers: ``result.keys[n]`` is node ``n``'s canonical key
+and ``result.representatives[n]`` the state explored for it.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+from array import array
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +46,13 @@ from fencepost.model.machine import initial, successors
 from fencepost.model.state import (
     CONFIRMED,
     PUBLISHED,
+    PUBLISHER_LOCAL,
     PUBLISHER_PHASES,
+    READER_EXPECTED,
     READER_PHASES,
     Action,
+    Partition,
+    Publisher,
     State,
 )
 
@@ -58,30 +65,112 @@ INCOMPLETE = "incomplete"
 _CLAIMS = (PUBLISHED, CONFIRMED)
 
 
+def _partition_abstract(part: Partition, symmetry: bool) -> tuple[Any, ...]:
+    """A partition less its generation numbers (readers keep "my expected one is current")."""
+    if not part.readers:
+        return (part.truth, part.checkpoints, part.peaks)
+    gens = part.generations
+    readers = [
+        (*r[:READER_EXPECTED], r.epoch > 0 and r.expected == gens[r.epoch - 1])
+        for r in part.readers
+    ]
+    if symmetry:
+        readers.sort()
+    return (part.truth, part.checkpoints, part.peaks, tuple(readers))
+
+
+def _publisher_abstract(pub: Publisher, revision: int) -> tuple[Any, ...]:
+    """A publisher less its revision number (kept: "the one I read is current"), op ids and,
+    when idle, its last report (kept: whether a published/confirmed report was justified)."""
+    if pub.phase:
+        return (*pub[:PUBLISHER_LOCAL], pub.rec_revision == revision)
+    honest = pub.justified or pub.outcome not in _CLAIMS
+    return (0, pub.attempts_left, pub.orphan_epoch, pub.orphan_cut, honest)
+
+
 def canonical_key(state: State, symmetry: bool = True) -> Hashable:
     """The key identifying ``state`` up to bisimilar numbering and (optionally) symmetry."""
     rec = state.record
-    rev = rec.revision
-    pubs = [
-        p[:12] + (p[12] == rev,)
-        if p[0]
-        else (0, p[1], p[10], p[11], p[9] or p[7] not in _CLAIMS)
-        for p in state.publishers
-    ]
-    parts = []
-    for part in state.partitions:
-        if part.readers:
-            gens = part.generations
-            readers = [r[:7] + (r[2] > 0 and r[7] == gens[r[2] - 1],) for r in part.readers]
-            if symmetry:
-                readers.sort()
-            parts.append((part.truth, part.checkpoints, part.peaks, tuple(readers)))
-        else:
-            parts.append((part.truth, part.checkpoints, part.peaks))
+    pubs = [_publisher_abstract(p, rec.revision) for p in state.publishers]
+    parts = [_partition_abstract(part, symmetry) for part in state.partitions]
     if symmetry:
         parts.sort()
         pubs.sort()
     return (state.epoch, rec.epoch, rec.cut, state.history, tuple(parts), tuple(pubs))
+
+
+class _Keyer:
+    """Canonical keys, computed incrementally for the explorer.
+
+    Each distinct abstract partition / publisher is interned to a small int, so
+    a key is a short tuple of ints (cheap to hash); equal abstractions get equal
+    ints, so sorting the ints is the same symmetry reduction as sorting the
+    abstractions. A successor reuses its parent's ints for every partition and
+    publisher object it shares with the parent (transitions rebuild only what
+    they change), so most keys cost a few identity tests.
+    """
+
+    def __init__(self, symmetry: bool) -> None:
+        self.symmetry = symmetry
+        self.interned: dict[Hashable, int] = {}
+        self.partition_ids: dict[Partition, int] = {}
+        self.publisher_ids: dict[tuple[Publisher, int], int] = {}
+
+    def partition_id(self, part: Partition) -> int:
+        got = self.partition_ids.get(part)
+        if got is None:
+            abstract = ("partition", _partition_abstract(part, self.symmetry))
+            got = self.interned.setdefault(abstract, len(self.interned))
+            self.partition_ids[part] = got
+        return got
+
+    def publisher_id(self, pub: Publisher, revision: int) -> int:
+        probe = (pub, revision)
+        got = self.publisher_ids.get(probe)
+        if got is None:
+            abstract = ("publisher", _publisher_abstract(pub, revision))
+            got = self.interned.setdefault(abstract, len(self.interned))
+            self.publisher_ids[probe] = got
+        return got
+
+    def ids(self, state: State) -> tuple[list[int], list[int]]:
+        rev = state.record.revision
+        return (
+            [self.partition_id(p) for p in state.partitions],
+            [self.publisher_id(p, rev) for p in state.publishers],
+        )
+
+    def key(
+        self, new: State, parent: State, part_ids: list[int], pub_ids: list[int]
+    ) -> tuple[Hashable, list[int], list[int]]:
+        old_parts = parent.partitions
+        parts = new.partitions
+        pids = [
+            part_ids[i] if parts[i] is old_parts[i] else self.partition_id(parts[i])
+            for i in range(len(parts))
+        ]
+        rec = new.record
+        pubs = new.publishers
+        if rec is parent.record:
+            old_pubs = parent.publishers
+            qids = [
+                pub_ids[k] if pubs[k] is old_pubs[k] else self.publisher_id(pubs[k], rec.revision)
+                for k in range(len(pubs))
+            ]
+        else:
+            qids = [self.publisher_id(p, rec.revision) for p in pubs]
+        if self.symmetry:
+            key = (
+                new.epoch,
+                rec.epoch,
+                rec.cut,
+                new.history,
+                tuple(sorted(pids)),
+                tuple(sorted(qids)),
+            )
+        else:
+            key = (new.epoch, rec.epoch, rec.cut, new.history, tuple(pids), tuple(qids))
+        return key, pids, qids
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +215,34 @@ class ExploreResult:
     counterexample: list[Step] | None = None
     violation: Violation | None = None
     symmetry: bool = True
-    graph: Any = None
-    keys: list[Hashable] = field(default_factory=list)
     representatives: list[State] = field(default_factory=list)
+    edges: array[int] | None = None
+    _graph: Any = None
+    _keys: list[Hashable] | None = None
+
+    @property
+    def graph(self) -> Any:
+        """The reachable graph as a ``networkx.DiGraph`` (None unless kept).
+
+        Node ``n`` is the ``n``-th distinct state found (``representatives[n]``,
+        canonical key ``keys[n]``); an edge is at least one transition between
+        them. Built in bulk on first use from the edge list the exploration
+        kept, so exploring stays fast when nobody looks at it.
+        """
+        if self._graph is None and self.edges is not None:
+            graph = nx.DiGraph()
+            graph.add_nodes_from(range(self.states))
+            flat = self.edges
+            graph.add_edges_from(zip(flat[0::2], flat[1::2], strict=True))
+            self._graph = graph
+        return self._graph
+
+    @property
+    def keys(self) -> list[Hashable]:
+        """Canonical key of every node (empty unless the graph was kept)."""
+        if self._keys is None:
+            self._keys = [canonical_key(rep, self.symmetry) for rep in self.representatives]
+        return self._keys
 
     @property
     def states_per_second(self) -> float:
@@ -151,7 +265,7 @@ class Exploration:
 
     @property
     def verdict(self) -> str:
-        """``violated`` if any part is, else ``incomplete`` if any stopped at the cap, else ``holds``."""
+        """``violated`` if any part is, else ``incomplete`` if any hit the cap, else ``holds``."""
         verdicts = {r.verdict for r in self.results}
         for v in (VIOLATED, INCOMPLETE):
             if v in verdicts:
@@ -196,12 +310,15 @@ def explore(
     """
     started = time.perf_counter()
     start = initial(config)
-    key0 = canonical_key(start, symmetry)
+    keyer = _Keyer(symmetry)
+    ids0 = keyer.ids(start)
+    key0 = keyer.key(start, start, *ids0)[0]
     seen: dict[Hashable, int] = {key0: 0}
     reps: list[State] = [start]
+    rep_ids: list[tuple[list[int], list[int]]] = [ids0]
     parent: list[int] = [-1]
     via: list[Action | None] = [None]
-    edges: list[tuple[int, int]] = []
+    edges = array("l")
     transitions = 0
     depth = 0
     checks = [inv.check for inv in invariants]
@@ -213,14 +330,16 @@ def explore(
         nxt: list[int] = []
         for sid in frontier:
             state = reps[sid]
+            part_ids, pub_ids = rep_ids[sid]
             for action, new in successors(state):
                 transitions += 1
-                k = canonical_key(new, symmetry)
+                k, pids, qids = keyer.key(new, state, part_ids, pub_ids)
                 tid = seen.get(k)
                 if tid is None:
                     tid = len(reps)
                     seen[k] = tid
                     reps.append(new)
+                    rep_ids.append((pids, qids))
                     parent.append(sid)
                     via.append(action)
                     nxt.append(tid)
@@ -230,28 +349,21 @@ def explore(
                             hit = tid
                             break
                     if keep_graph:
-                        edges.append((sid, tid))
+                        edges.append(sid)
+                        edges.append(tid)
                     if found is not None:
                         break
                     if max_states is not None and len(reps) >= max_states:
                         capped = True
                         break
                 elif keep_graph:
-                    edges.append((sid, tid))
+                    edges.append(sid)
+                    edges.append(tid)
             if found is not None or capped:
                 break
         if nxt:
             depth += 1
         frontier = nxt
-    graph = None
-    keys: list[Hashable] = []
-    if keep_graph:
-        graph = nx.DiGraph()
-        graph.add_nodes_from(range(len(reps)))
-        graph.add_edges_from(edges)
-        keys = [None] * len(reps)
-        for k, i in seen.items():
-            keys[i] = k
     seconds = time.perf_counter() - started
     result = ExploreResult(
         part=config.part,
@@ -262,9 +374,8 @@ def explore(
         seconds=seconds,
         verdict=HOLDS,
         symmetry=symmetry,
-        graph=graph,
-        keys=keys,
         representatives=reps if keep_graph else [],
+        edges=edges if keep_graph else None,
     )
     if found is not None:
         result.verdict = VIOLATED
@@ -320,9 +431,11 @@ def _violated(state: State, invariants: Sequence[Invariant]) -> Violation | None
 def summarize(state: State) -> list[str]:
     """Lines describing the durable state and the busy processes, in domain words."""
     ctx = state.context
-    rec = state.record
-    op = f", op {rec.op_id}" if rec.op_id else ""
-    lines = [f"record: epoch {rec.epoch}, {rec.cut}, revision {rec.revision}{op}"]
+    lines = []
+    if ctx.has_publishers:
+        rec = state.record
+        op = f", op {rec.op_id}" if rec.op_id else ""
+        lines.append(f"record: epoch {rec.epoch}, {rec.cut}, revision {rec.revision}{op}")
     cps = []
     for i, part in enumerate(state.partitions):
         name = ctx.partition_names[i]
@@ -340,18 +453,7 @@ def summarize(state: State) -> list[str]:
             extra = f" [{', '.join(flags)}]" if flags else ""
             cps.append(f"{name}@{e0 + 1} {cp.cut} (gen {part.generations[e0]}){extra}")
     lines.append(f"membership epoch {state.epoch}; checkpoints: {'; '.join(cps)}")
-    truth = []
-    for i, part in enumerate(state.partitions):
-        evs = state.events(i, state.epoch)
-        if evs:
-            words = ", ".join(
-                f"{ev.name}@{_coord(ev.half)}{'' if ev.final else ' unfinal'}"
-                f"{'' if ev.durable else ' no-outcome'}"
-                for ev in evs
-            )
-            truth.append(words)
-    if truth:
-        lines.append(f"ground truth (epoch {state.epoch}): {'; '.join(truth)}")
+    lines.append(truth_line(state))
     busy = []
     for k, pub in enumerate(state.publishers):
         name = ctx.publisher_names[k]
@@ -369,12 +471,27 @@ def summarize(state: State) -> list[str]:
         for j, r in enumerate(part.readers):
             if r.phase:
                 busy.append(
-                    f"{ctx.partition_names[i]}.r{j + 1} {READER_PHASES[r.phase]} "
+                    f"{ctx.reader_names[i][j]} {READER_PHASES[r.phase]} "
                     f"(epoch {r.epoch}, holds claim {r.claim})"
                 )
     if busy:
         lines.append("processes: " + "; ".join(busy))
     return lines
+
+
+def truth_line(state: State) -> str:
+    """The ground truth of the current epoch: each event, its position and its flags."""
+    words = []
+    for i in range(len(state.partitions)):
+        for ev in state.events(i, state.epoch):
+            if ev.final and ev.durable:
+                flags = "settled"
+            else:
+                flags = ("final" if ev.final else "not final") + (
+                    ", outcome durable" if ev.durable else ", no outcome"
+                )
+            words.append(f"{ev.name}@{_coord(ev.half)} {flags}")
+    return f"ground truth (epoch {state.epoch}): {'; '.join(words) or 'no events'}"
 
 
 def _coord(half: int) -> str:
@@ -389,9 +506,16 @@ def render_counterexample(result: ExploreResult) -> str:
     out = [
         f"Counterexample in part '{result.part}' ({len(result.counterexample) - 1} steps):",
     ]
+    last_truth = ""
     for step in result.counterexample:
         out.append(f"{step.index:3d}. {step.text}")
-        out.extend(f"       {line}" for line in step.summary())
+        for line in step.summary():
+            if line.startswith("ground truth"):
+                # The ground truth is shown when it changes, not after every step.
+                if line == last_truth:
+                    continue
+                last_truth = line
+            out.append(f"       {line}")
     out.append(f"Invariant broken: {v.invariant} — {v.doc}")
     out.append(f"  {v.message}")
     if v.also:
@@ -411,12 +535,13 @@ def counterexample_dot(result: ExploreResult) -> str:
         label = "\n".join(step.summary())
         attrs = ", color=red" if step is steps[-1] else ""
         lines.append(f"  s{step.index} [label={_dot_quote(label)}{attrs}];")
-    for prev, step in zip(steps, steps[1:], strict=False):
+    for prev, step in itertools.pairwise(steps):
         lines.append(f"  s{prev.index} -> s{step.index} [label={_dot_quote(step.text)}];")
     if result.violation is not None:
         v = result.violation
         lines.append(
-            f"  violation [shape=note, color=red, label={_dot_quote(v.invariant + ': ' + v.message)}];"
+            "  violation [shape=note, color=red, "
+            f"label={_dot_quote(v.invariant + ': ' + v.message)}];"
         )
         if steps:
             lines.append(f"  s{steps[-1].index} -> violation [style=dashed];")
@@ -424,20 +549,32 @@ def counterexample_dot(result: ExploreResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def graph_dot(result: ExploreResult) -> str:
-    """The whole bounded graph as DOT (nodes labelled by record and epoch, edges by actor)."""
-    if result.graph is None:
-        raise ValueError("the exploration did not keep its graph; explore with keep_graph=True")
+def graphs_dot(results: Sequence[ExploreResult]) -> str:
+    """The bounded reachable graphs as one DOT digraph, one cluster per part.
+
+    Nodes are labelled with the record and the membership epoch, edges with the
+    acting process. Needs the graphs kept (``keep_graph=True``).
+    """
     lines = ["digraph reachable {", "  node [shape=box, fontsize=9];"]
-    for n, state in enumerate(result.representatives):
-        rec = state.record
-        label = f"#{n}\nrecord e{rec.epoch} {rec.cut} r{rec.revision}\nmembership e{state.epoch}"
-        lines.append(f"  n{n} [label={_dot_quote(label)}];")
-    index = {k: n for n, k in enumerate(result.keys)}
-    for n, state in enumerate(result.representatives):
-        for action, new in successors(state):
-            target = index.get(canonical_key(new, result.symmetry))
-            if target is not None:
-                lines.append(f"  n{n} -> n{target} [label={_dot_quote(action.actor)}];")
+    for c, result in enumerate(results):
+        if result.graph is None:
+            raise ValueError("the exploration did not keep its graph; explore with keep_graph=True")
+        lines.append(f"  subgraph cluster_{c} {{")
+        lines.append(f"    label={_dot_quote(result.part)};")
+        for n, state in enumerate(result.representatives):
+            rec = state.record
+            label = (
+                f"#{n}\nrecord e{rec.epoch} {rec.cut} r{rec.revision}\nmembership e{state.epoch}"
+            )
+            lines.append(f"    c{c}n{n} [label={_dot_quote(label)}];")
+        index = {k: n for n, k in enumerate(result.keys)}
+        for n, state in enumerate(result.representatives):
+            for action, new in successors(state):
+                target = index.get(canonical_key(new, result.symmetry))
+                if target is not None:
+                    lines.append(
+                        f"    c{c}n{n} -> c{c}n{target} [label={_dot_quote(action.actor)}];"
+                    )
+        lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"

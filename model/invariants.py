@@ -47,7 +47,10 @@ def _unsettled(state: State, epoch: int, partition: int, required: int) -> list[
 
 
 def soundness(state: State) -> str | None:
-    """For the record (e, c), every event of every member of e in D(c) is final with a durable outcome."""
+    """For the record (e, c), every event of every member of e in D(c) is final and durable.
+
+    Durable means its terminal outcome was recorded durably.
+    """
     rec = state.record
     ctx = state.context
     for i, part in enumerate(state.partitions):
@@ -63,7 +66,7 @@ def soundness(state: State) -> str | None:
 
 
 def monotone_publication(state: State) -> str | None:
-    """Within an epoch the record's cut never decreases; under `monotone` it never decreases at all."""
+    """Within an epoch the record's cut never decreases; under `monotone`, never at all."""
     rec = state.record
     hist = state.history
     succ = state.context.successor
@@ -135,7 +138,11 @@ def checkpoint_monotonicity(state: State) -> str | None:
 
 
 def lost_response_honesty(state: State) -> str | None:
-    """`published` only on an acknowledged write; `confirmed` only after an authoritative read showed the claim."""
+    """`published` only on an acknowledged write, `confirmed` only on a read showing the claim.
+
+    The read is the authoritative reread after a lost response; it must show
+    the record in the proposal's epoch at or past the proposed cut.
+    """
     ctx = state.context
     for k, pub in enumerate(state.publishers):
         if pub.outcome in (PUBLISHED, CONFIRMED) and not pub.justified:
@@ -210,7 +217,9 @@ def _true_checkpoints(state: State, i: int) -> str | None:
 
 
 def _inv(check: Callable[[State], str | None]) -> Invariant:
-    return Invariant(check.__name__, " ".join((check.__doc__ or "").split()), check)
+    # The headline guarantee is the docstring's first paragraph.
+    first = (check.__doc__ or "").strip().split("\n\n")[0]
+    return Invariant(check.__name__, " ".join(first.split()), check)
 
 
 #: Checked on every reachable state, in this order (the first broken one is the headline).

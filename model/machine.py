@@ -425,6 +425,20 @@ def _reader_start(
 def _reader_fetch(
     ctx: Context, i: int, j: int, name: str, part: Partition, moves: LocalMoves
 ) -> None:
+    """The provider's possible answers to the reader's ``fetch_page`` (see :func:`_pages`)."""
+    reader = part.readers[j]
+    key = (i, j, reader, part.truth)
+    pages = ctx.page_cache.get(key)
+    if pages is None:
+        pages = _pages(ctx, i, name, reader, part.truth)
+        ctx.page_cache[key] = pages
+    for act, new in pages:
+        moves.append((act, _set_reader(part, j, new)))
+
+
+def _pages(
+    ctx: Context, i: int, name: str, reader: Reader, truth: Truth
+) -> list[tuple[Action, Reader]]:
     """The provider answers ``fetch_page`` from the reader's token, in every allowed way.
 
     A page delivers up to ``page_size`` new events (possibly none), may also
@@ -436,9 +450,8 @@ def _reader_fetch(
     cfg = ctx.config
     succ = ctx.successor
     mutant = ctx.mutant
-    reader = part.readers[j]
-    truth = part.truth
     e = reader.epoch
+    out: list[tuple[Action, Reader]] = []
     view = ctx.view(truth.moved, e)
     t = reader.token
     pname = ctx.partition_names[i]
@@ -473,10 +486,12 @@ def _reader_fetch(
                         seen = Cut(max(ctx.half_of(idx) for idx in delivered), THROUGH)
                         if _rank(seen, succ) > _rank(new_claim, succ):
                             new_claim = seen
-                elif (claim_kind == "final" or mutant == "provisional-ok" and claim_kind) and _rank(
-                    claim, succ
-                ) > _rank(new_claim, succ):
-                    new_claim = claim
+                else:
+                    accepted = claim_kind == "final" or (
+                        mutant == "provisional-ok" and claim_kind == "non-final"
+                    )
+                    if accepted and _rank(claim, succ) > _rank(new_claim, succ):
+                        new_claim = claim
                 page = Page(start, end, claim_kind, claim, names, start < t)
                 act = ctx.action("fetch_page", name, pname, e, outcome="ok", page=page)
                 new = Reader(
@@ -489,7 +504,8 @@ def _reader_fetch(
                     mask,
                     reader.expected,
                 )
-                moves.append((act, _set_reader(part, j, new)))
+                out.append((act, new))
+    return out
 
 
 def _reader_record(
@@ -641,7 +657,7 @@ def _holding_record(pub: Publisher, rec: Record, retries_left: int, attempt: int
     )
 
 
-def _timeout(state: State, k: int, name: str, act: Action, out: Successors) -> None:
+def _timeout(state: State, k: int, act: Action, out: Successors) -> None:
     """A read times out (``read_timeouts``): the attempt gives up, honestly knowing nothing."""
     pub = state.publishers[k]
     if pub.phase == IDLE:
@@ -657,7 +673,7 @@ def _pub_read_record(state: State, k: int, name: str, out: Successors) -> None:
     new = _holding_record(started, state.record, ctx.config.retries, pub.attempt + 1)
     out.append((act, _with_publisher(state, k, new)))
     if ctx.config.read_timeouts:
-        _timeout(state, k, name, ctx.action("read_publication", name, outcome="timeout"), out)
+        _timeout(state, k, ctx.action("read_publication", name, outcome="timeout"), out)
 
 
 def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> None:
@@ -667,7 +683,7 @@ def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> No
     new = pub._replace(phase=HAVE_MEMBERSHIP, mem_epoch=state.epoch)
     out.append((act, _with_publisher(state, k, new)))
     if ctx.config.read_timeouts:
-        _timeout(state, k, name, ctx.action("read_membership", name, outcome="timeout"), out)
+        _timeout(state, k, ctx.action("read_membership", name, outcome="timeout"), out)
 
 
 def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> None:
@@ -709,7 +725,8 @@ def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> N
     act = ctx.action("read_checkpoints", name, None, e, shown, "ok", detail=detail)
     out.append((act, _with_publisher(state, k, new)))
     if ctx.config.read_timeouts:
-        _timeout(state, k, name, ctx.action("read_checkpoints", name, None, e, outcome="timeout"), out)
+        act = ctx.action("read_checkpoints", name, None, e, outcome="timeout")
+        _timeout(state, k, act, out)
 
 
 def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
@@ -723,9 +740,7 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     rec = state.record
     hist = state.history
     r = _rank(cut, succ)
-    if epoch > hist.peak_epoch:
-        peak_epoch, peak_cut = epoch, cut
-    elif epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ):
+    if epoch > hist.peak_epoch or (epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ)):
         peak_epoch, peak_cut = epoch, cut
     else:
         peak_epoch, peak_cut = hist.peak_epoch, hist.peak_cut
@@ -838,7 +853,7 @@ def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
     out.append((act, _with_publisher(state, k, new)))
     if ctx.config.read_timeouts:
         act = ctx.action("read_publication", name, outcome="timeout", detail="authoritative")
-        _timeout(state, k, name, act, out)
+        _timeout(state, k, act, out)
 
 
 def _pub_delayed(state: State, k: int, name: str, out: Successors) -> None:

@@ -120,6 +120,10 @@ class Reader(NamedTuple):
     expected: int
 
 
+#: Readers before this field index are compared as they are by the explorer's keys.
+READER_EXPECTED = 7
+
+
 class Partition(NamedTuple):
     """Everything attached to one partition; partitions permute as wholes.
 
@@ -176,6 +180,12 @@ class Publisher(NamedTuple):
     orphan_revision: int
     orphan_op: str
     attempt: int
+
+
+#: Publisher fields before this index are its local state as the explorer's keys see
+#: it; the rest (revision read, the in-flight write's revision and op id, the
+#: attempt counter) are numbering the keys abstract away.
+PUBLISHER_LOCAL = 12
 
 
 class History(NamedTuple):
@@ -388,10 +398,7 @@ def _describe(a: Action) -> str:
         page = a.page
         assert page is not None
         events = ", ".join(page.events) if page.events else "no events"
-        if page.claim_kind == "":
-            claim = "no claim"
-        else:
-            claim = f"a {page.claim_kind} claim {page.claim}"
+        claim = "no claim" if page.claim_kind == "" else f"a {page.claim_kind} claim {page.claim}"
         repeat = " (overlapping the previous page)" if page.overlap else ""
         return f"reader {who} fetches a page of {a.partition}: {events}; {claim}{repeat}"
     if kind == "record_outcomes":
@@ -463,6 +470,8 @@ class Context:
         self._event_texts: dict[tuple[int, int], str] = {}
         #: (partition index, epoch, partition) -> its partition-local transitions.
         self.local_cache: dict[tuple[int, int, Partition], list[tuple[Action, Partition]]] = {}
+        #: (partition index, reader index, reader, truth) -> the provider's page answers.
+        self.page_cache: dict[tuple[int, int, Reader, Truth], list[tuple[Action, Reader]]] = {}
         #: (partition index, partition) -> (monotonicity, truth) violation messages.
         self.partition_checks: dict[tuple[int, Partition], tuple[str | None, str | None]] = {}
 

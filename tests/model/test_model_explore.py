@@ -1,0 +1,192 @@
+"""Bounded exploration: pinned state counts, every mutant caught, symmetry, counterexamples.
+
+The pinned counts are the model's fingerprint (as in stateright's examples):
+any change to the transitions, the bounds or the canonical keys shows here and
+must be explained in the change that makes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Hashable
+
+import pytest
+
+from fencepost.model.config import DEFAULTS, ModelConfig, default_config
+from fencepost.model.explorer import (
+    HOLDS,
+    INCOMPLETE,
+    VIOLATED,
+    ExploreResult,
+    canonical_key,
+    counterexample_dot,
+    explore,
+    graphs_dot,
+    render_counterexample,
+)
+from fencepost.model.invariants import INVARIANTS, violations
+from fencepost.model.machine import initial, step, successors
+from fencepost.model.mutants import MUTANTS
+from fencepost.model.state import State
+
+#: part -> (distinct states, transitions) of the default bounds, all invariants holding.
+PINNED_DEFAULTS = {
+    "ingest": (2_368, 15_519),
+    "publication": (99_111, 584_822),
+    "composed": (27_770, 215_914),
+}
+
+#: Smaller configurations pinned as well: name -> (config, states, transitions).
+PINNED_SMALL: dict[str, tuple[ModelConfig, int, int]] = {
+    "one publisher, one epoch": (default_config("publication", publishers=1, epochs=1), 134, 443),
+    "successor order, reset policy": (
+        default_config(
+            "publication",
+            successor=True,
+            policy="reset",
+            publishers=1,
+            coordinates=2,
+            events_per_partition=2,
+            bad_checkpoints=(),
+            in_flight=False,
+        ),
+        14_976,
+        73_612,
+    ),
+    "ingest with a reshard": (
+        default_config("ingest", epochs=2, events_per_partition=2, readers=1),
+        461,
+        1_816,
+    ),
+    "composed, one epoch, no faults": (
+        default_config("composed", epochs=1, lost_responses=False),
+        1_330,
+        8_021,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def default_results() -> dict[str, ExploreResult]:
+    return {part: explore(cfg, keep_graph=False) for part, cfg in DEFAULTS.items()}
+
+
+@pytest.mark.parametrize("part", sorted(PINNED_DEFAULTS))
+def test_default_bounds_hold_with_pinned_counts(
+    default_results: dict[str, ExploreResult], part: str
+) -> None:
+    result = default_results[part]
+    assert result.verdict == HOLDS, render_counterexample(result)
+    assert (result.states, result.transitions) == PINNED_DEFAULTS[part]
+    assert result.depth > 0 and result.states_per_second > 0
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_SMALL))
+def test_small_configurations_hold_with_pinned_counts(name: str) -> None:
+    cfg, states, transitions = PINNED_SMALL[name]
+    result = explore(cfg)
+    assert result.verdict == HOLDS, render_counterexample(result)
+    assert (result.states, result.transitions) == (states, transitions)
+    assert result.graph is not None and result.graph.number_of_nodes() == states
+    assert result.graph.number_of_edges() <= transitions
+
+
+_MUTANT_CASES = [(m.name, part, inv) for m in MUTANTS.values() for part, inv in m.expected]
+
+
+@pytest.mark.parametrize(("mutant", "part", "invariant"), _MUTANT_CASES)
+def test_default_bounds_catch_every_mutant(mutant: str, part: str, invariant: str) -> None:
+    result = explore(DEFAULTS[part].replace(mutant=mutant), keep_graph=False)
+    assert result.verdict == VIOLATED, f"{mutant} survived the default {part} bounds"
+    assert invariant in result.broken, (result.broken, render_counterexample(result))
+    assert result.counterexample is not None
+    last = result.counterexample[-1].state
+    assert invariant in {inv.name for inv, _ in violations(last)}
+
+
+def test_epsilon_is_no_bug_on_an_order_with_an_exact_successor() -> None:
+    cfg, states, _ = PINNED_SMALL["successor order, reset policy"]
+    result = explore(cfg.replace(mutant="epsilon", policy="monotone"), keep_graph=False)
+    assert result.verdict == HOLDS and result.states == states
+
+
+def test_symmetry_reduction_shrinks_the_graph_and_keeps_verdicts() -> None:
+    cfg = default_config("publication", epochs=1, bad_checkpoints=())
+    reduced = explore(cfg, keep_graph=False)
+    full = explore(cfg, keep_graph=False, symmetry=False)
+    assert (reduced.verdict, full.verdict) == (HOLDS, HOLDS)
+    assert reduced.states < full.states
+    assert (reduced.states, full.states) == (1_135, 2_592)
+    for mutant in ("relabel", "stale-cut-retry"):
+        a = explore(cfg.replace(mutant=mutant), keep_graph=False)
+        b = explore(cfg.replace(mutant=mutant), keep_graph=False, symmetry=False)
+        assert a.verdict == b.verdict == VIOLATED
+        assert a.depth == b.depth and a.violation and b.violation
+        assert a.violation.invariant == b.violation.invariant
+
+
+def test_symmetric_states_share_a_canonical_key() -> None:
+    state = initial(DEFAULTS["publication"])
+    certify_a = next(a for a, _ in successors(state) if a.partition == "A")
+    certify_b = next(
+        a
+        for a, _ in successors(state)
+        if a.partition == "B" and a.kind == certify_a.kind and a.cut == certify_a.cut
+    )
+    one, other = step(state, certify_a), step(state, certify_b)
+    assert one != other
+    assert canonical_key(one) == canonical_key(other)
+    assert canonical_key(one, symmetry=False) != canonical_key(other, symmetry=False)
+
+
+def _naive_shortest(cfg: ModelConfig, limit: int) -> int | None:
+    """Depth of the first violation by plain BFS over raw states (no keys, no symmetry)."""
+    start = initial(cfg)
+    seen: set[Hashable] = {start}
+    queue: deque[tuple[State, int]] = deque([(start, 0)])
+    while queue:
+        state, depth = queue.popleft()
+        if violations(state):
+            return depth
+        if depth == limit:
+            continue
+        for _, new in successors(state):
+            if new not in seen:
+                seen.add(new)
+                queue.append((new, depth + 1))
+    return None
+
+
+def test_counterexample_is_a_shortest_path_told_in_domain_words() -> None:
+    cfg = DEFAULTS["publication"].replace(mutant="relabel")
+    result = explore(cfg)
+    assert result.counterexample is not None and result.violation is not None
+    steps = result.counterexample
+    assert result.depth == len(steps) - 1 == _naive_shortest(cfg, result.depth)
+    assert steps[0].action is None and steps[0].state == initial(cfg)
+    for prev, cur in itertools.pairwise(steps):
+        assert cur.action is not None and step(prev.state, cur.action) == cur.state
+    assert all(not violations(s.state) for s in steps[:-1])
+    text = render_counterexample(result)
+    assert "publisher p1 writes (epoch 1, through 0)" in text
+    assert "ingest certifies A before 0 in epoch 1" in text
+    assert "record: epoch 1, through 0, revision 1" in text
+    assert f"Invariant broken: {result.violation.invariant}" in text
+    assert INVARIANTS[0].doc and result.violation.doc in text
+    dot = counterexample_dot(result)
+    assert dot.startswith("digraph counterexample {") and dot.count(" -> ") == len(steps)
+
+
+def test_graph_dot_draws_every_state_and_edge_of_a_small_graph() -> None:
+    result = explore(default_config("ingest", events_per_partition=1, readers=1))
+    assert result.verdict == HOLDS
+    dot = graphs_dot([result])
+    assert dot.count('[label="#') == result.states
+    assert dot.count(" -> ") == result.transitions
+
+
+def test_max_states_stops_with_an_incomplete_verdict() -> None:
+    result = explore(DEFAULTS["publication"], max_states=50, keep_graph=False)
+    assert result.verdict == INCOMPLETE and result.states == 50
+    assert result.counterexample is None
