@@ -1,0 +1,74 @@
+"""`fencepost check`: parts run, a failing part fails the gate, usage errors exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+
+from fencepost import gate
+from fencepost.commands.check import command
+from fencepost.gate import GateOptions, Part, PartResult
+
+
+def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
+    junit = tmp_path / "gate.xml"
+    result = CliRunner().invoke(command, ["--only", "proofs", "--junit", str(junit)])
+    assert result.exit_code == 0, result.output
+    suite = ElementTree.parse(junit).getroot()
+    assert suite.get("tests") == "1" and suite.get("failures") == "0"
+    assert suite.find("testcase").get("name") == "proofs"  # type: ignore[union-attr]
+
+
+def test_a_failing_part_fails_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def broken(options: GateOptions) -> PartResult:
+        return PartResult("broken", False, "1 invariant violated", ("the counterexample",))
+
+    def crashing(options: GateOptions) -> PartResult:
+        raise RuntimeError("store unreachable")
+
+    monkeypatch.setitem(gate.PARTS, "broken", Part("broken", "always fails", broken))
+    monkeypatch.setitem(gate.PARTS, "crashing", Part("crashing", "raises", crashing))
+    junit = tmp_path / "gate.xml"
+    result = CliRunner().invoke(command, ["--only", "broken,crashing", "--junit", str(junit)])
+    assert result.exit_code == 1
+    assert "the counterexample" in result.output
+    assert "crashed: RuntimeError: store unreachable" in result.output
+    suite = ElementTree.parse(junit).getroot()
+    assert suite.get("failures") == "2"
+
+
+def test_mutants_part_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If a mutant stops being caught (here: no invariant is checked), the part fails."""
+    from fencepost.model import explorer, mutants
+
+    monkeypatch.setattr(mutants, "MUTANTS", {"relabel": mutants.MUTANTS["relabel"]})
+    real = explorer.explore
+    monkeypatch.setattr(
+        explorer, "explore", lambda config, **kw: real(config, **{**kw, "invariants": ()})
+    )
+    result = gate.run_part(gate.PARTS["mutants"], GateOptions())
+    assert not result.ok
+    assert "relabel in publication: expected no_relabeling to break, got holds" in result.details
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--only", "nonsense"], "unknown part 'nonsense'"),
+        (["--backend", "oracle"], "Invalid value for '--backend'"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_postgres_backend_needs_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FENCEPOST_DATABASE_URL", raising=False)
+    result = CliRunner().invoke(command, ["--backend", "postgres", "--only", "proofs"])
+    assert result.exit_code == 2
+    assert "FENCEPOST_DATABASE_URL" in result.output

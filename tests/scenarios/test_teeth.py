@@ -1,0 +1,319 @@
+"""The runners have teeth: broken implementations, mutants and wrong expectations fail.
+
+Every check here runs a shipped ``-ok`` scenario against something deliberately
+wrong and asserts the scenario fails for the right reason (the property, the
+step, expected against actual), or runs a ``-bad`` scenario against the correct
+code and asserts the bug, not the schedule, is what its verdict depends on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from fencepost.impl.cuts import Cut, Endpoint
+from fencepost.impl.orders import Order
+from fencepost.impl.provider import Claim, Event, Page, Provider
+from fencepost.impl.publisher import Policy, Publisher, _Propose, _Stop
+from fencepost.impl.reader import IngestStore, PartitionReader
+from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
+from fencepost.impl.stores import Applied, IndefiniteStoreError, PublicationWrite
+from fencepost.properties.scenario_format import load_shipped, load_text
+from fencepost.properties.scenario_impl import (
+    CORRECT,
+    IMPL_VARIANTS,
+    ImplDriver,
+    PublisherFactory,
+    PublisherView,
+)
+from fencepost.properties.scenario_model import ModelDriver
+from fencepost.properties.scenario_outcome import drive
+from fencepost.properties.scenario_sut import SutDriver, in_process_factory
+from fencepost.properties.scenarios_runner import RunOptions, run_one
+
+# --- deliberately broken implementations -------------------------------------------------
+
+
+class RelabelingPublisher(Publisher):
+    """Labels the merged cut ``through`` whenever a member certified ``through`` there."""
+
+    def _decide(
+        self, record: PublicationRecord, membership: Membership, checkpoints: Sequence[Checkpoint]
+    ) -> _Propose | _Stop:
+        decision = super()._decide(record, membership, checkpoints)
+        if isinstance(decision, _Propose) and decision.cut.endpoint is Endpoint.BEFORE:
+            at = decision.cut.at
+            assert at is not None
+            if any(c.cut == Cut.through(at) for c in checkpoints):
+                return dataclasses.replace(decision, cut=Cut.through(at))
+        return decision
+
+
+class _TrustingStore:
+    """Takes a lost write response as an acknowledgement."""
+
+    def __init__(self, inner: PublisherView) -> None:
+        self.inner = inner
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        return self.inner.read_publication(stream)
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        return self.inner.read_membership(stream, epoch)
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
+        return self.inner.read_checkpoints(stream, epoch)
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        try:
+            return self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
+        except IndefiniteStoreError:
+            return Applied(PublicationRecord(epoch, cut, expected_revision + 1, op_id))
+
+
+class TrustingPublisher(Publisher):
+    """A publisher that reads a lost response as success."""
+
+    def __init__(
+        self,
+        store: PublisherView,
+        stream: str,
+        worker: str,
+        policy: Policy,
+        max_retries: int,
+        *,
+        first_op: int = 1,
+    ) -> None:
+        super().__init__(
+            _TrustingStore(store), stream, worker, policy, max_retries, first_op=first_op
+        )
+
+
+class MaxObservedReader(PartitionReader):
+    """Certifies through the greatest event observed instead of the provider's claim."""
+
+    def _fetch(self, token: str | None) -> Page:
+        page = super()._fetch(token)
+        if not page.events:
+            return page
+        top = page.events[0].at
+        for event in page.events[1:]:
+            if self.order.compare(event.at, top) > 0:
+                top = event.at
+        return Page(page.events, page.next_token, Claim(Cut.through(top), True))
+
+
+def _publisher(cls: type[Publisher]) -> PublisherFactory:
+    def factory(
+        store: PublisherView,
+        stream: str,
+        worker: str,
+        policy: Policy,
+        max_retries: int,
+        first_op: int,
+    ) -> Publisher:
+        return cls(store, stream, worker, policy, max_retries, first_op=first_op)
+
+    return factory
+
+
+def _max_observed_reader(
+    store: IngestStore,
+    provider: Provider,
+    stream: str,
+    partition: str,
+    epoch: int,
+    scope: str,
+    order: Order,
+    handle: Callable[[Event], str],
+    max_retries: int,
+) -> PartitionReader:
+    return MaxObservedReader(
+        store, provider, stream, partition, epoch, scope, order, handle, max_retries=max_retries
+    )
+
+
+def test_a_relabeling_publisher_fails_the_reasoned_example_for_no_relabeling() -> None:
+    scenario = load_shipped("procedure-reasoned-example-ok")
+    driver = ImplDriver(scenario, publisher_factory=_publisher(RelabelingPublisher))
+    result = drive(scenario, "impl", driver)
+    assert result.status == "fail"
+    assert result.breach is not None
+    assert result.breach.property == "no_relabeling"
+    assert result.breach.step == 4  # p1's first publication: before 100 relabeled
+    assert "A certified only before 100" in result.breach.message
+
+
+def test_a_publisher_taking_a_lost_response_as_success_fails_for_honesty() -> None:
+    scenario = load_shipped("materialize-12797-not-applied-alone-ok")
+    driver = ImplDriver(scenario, publisher_factory=_publisher(TrustingPublisher))
+    result = drive(scenario, "impl", driver)
+    assert result.status == "fail"
+    assert result.breach is not None and result.breach.property == "lost_response_honesty"
+    assert result.breach.step == 3
+
+
+def test_a_reader_certifying_the_largest_event_seen_fails_for_checkpoint_truth() -> None:
+    scenario = load_shipped("debezium-dbz-5915-ok")
+    result = drive(scenario, "impl", ImplDriver(scenario, reader_factory=_max_observed_reader))
+    assert result.status == "fail"
+    assert result.breach is not None and result.breach.property == "checkpoint_truth"
+    assert "e2 at 500" in result.breach.message
+
+
+@pytest.mark.parametrize("name", ["procedure-reasoned-example-ok", "cockroach-41665-ok"])
+def test_the_model_with_the_relabel_mutant_fails_ok_scenarios(name: str) -> None:
+    scenario = dataclasses.replace(load_shipped(name), variant="relabel")
+    result = drive(scenario, "model", ModelDriver(scenario))
+    assert result.status == "fail"
+    assert result.breach is not None
+    assert result.breach.property in ("soundness", "no_relabeling")
+
+
+def test_the_harness_mutant_sut_fails_an_ok_scenario() -> None:
+    scenario = load_shipped("cockroach-41665-ok")
+    result = drive(scenario, "sut", SutDriver(scenario, in_process_factory("relabel")))
+    assert result.status == "fail" and result.breach is not None
+    assert result.breach.property in ("soundness", "no_relabeling")
+
+
+def _bad_names() -> list[str]:
+    from fencepost.properties.scenario_format import shipped_names
+
+    return [n for n in shipped_names() if n.endswith("-bad")]
+
+
+@pytest.mark.parametrize("name", _bad_names())
+def test_bad_scenarios_are_not_caught_on_the_correct_implementation(name: str) -> None:
+    """The property breaks because of the variant, not because of the schedule."""
+    scenario = load_shipped(name)
+    result = drive(scenario, "impl", ImplDriver(scenario, variant=CORRECT))
+    assert result.breach is None, result.breach
+    assert result.status == "fail"
+
+
+@pytest.mark.parametrize("variant", sorted(IMPL_VARIANTS))
+def test_every_impl_variant_breaks_a_property_in_some_shipped_schedule(variant: str) -> None:
+    """Every known bug of the catalog is caught by the oracle on some schedule of the library."""
+    from fencepost.properties.scenario_format import shipped_names
+
+    caught = []
+    for name in shipped_names():
+        scenario = load_shipped(name)
+        result = drive(scenario, "impl", ImplDriver(scenario, variant=IMPL_VARIANTS[variant]))
+        if result.breach is not None:
+            caught.append(name)
+    assert caught, f"no shipped schedule breaks a property under {variant}"
+
+
+def _step_line(text: str, index: int) -> int:
+    lines = [n for n, line in enumerate(text.splitlines(), start=1) if line == "[[steps]]"]
+    return lines[index - 1]
+
+
+WRONG = """\
+name = "wrong-ok"
+description = "an expectation that does not hold"
+source = "tests"
+
+[orders.ts]
+kind = "integer"
+successor = false
+
+[[epochs]]
+epoch = 1
+members = { A = "ts", B = "ts" }
+
+[[truth]]
+partition = "A"
+events = [{ id = "a1", at = 90 }, { id = "a2", at = 100 }]
+
+[[truth]]
+partition = "B"
+events = [{ id = "b1", at = 100 }]
+
+[[steps]]
+do = "certify"
+partition = "A"
+cut = "before 100"
+
+[[steps]]
+do = "certify"
+partition = "B"
+cut = "through 100"
+
+[[steps]]
+do = "publish"
+publisher = "p1"
+expect = { outcome = "published", cut = "through 100" }
+"""
+
+
+@pytest.mark.parametrize("target", ["model", "impl", "sut"])
+def test_a_wrong_expectation_fails_with_expected_and_actual(target: str) -> None:
+    scenario = load_text(WRONG, "tmp/wrong-ok.toml")
+    result = run_one(scenario, target)
+    assert result.status == "fail", result.detail
+    assert result.breach is None
+    [mismatch] = result.mismatches
+    assert (mismatch.step, mismatch.field) == (3, "expect.cut")
+    assert mismatch.line == _step_line(WRONG, 3)
+    assert (mismatch.expected, mismatch.actual) == ("through 100", "before 100")
+    assert str(mismatch) in result.detail
+
+
+def test_an_inconsistent_world_is_an_error_naming_the_line() -> None:
+    extra = '[[steps]]\ndo = "certify"\npartition = "B"\ncut = "before 100"\n\n'
+    text = WRONG.replace('[[steps]]\ndo = "publish"', extra + '[[steps]]\ndo = "publish"')
+    scenario = load_text(text, "tmp/wrong-ok.toml")
+    result = run_one(scenario, "impl")
+    assert result.status == "error"
+    assert result.detail.startswith(f"tmp/wrong-ok.toml:{_step_line(text, 3)}: step 3: ")
+    assert "only certifies a cut ahead" in result.detail
+
+
+def test_a_dishonest_provider_page_is_an_error_not_a_verdict() -> None:
+    text = """\
+name = "liar-ok"
+description = "the provider claims an event it never delivered"
+source = "tests"
+
+[orders.ts]
+kind = "integer"
+successor = false
+
+[[epochs]]
+epoch = 1
+members = { A = "ts" }
+
+[[truth]]
+partition = "A"
+events = [{ id = "a1", at = 10 }, { id = "a2", at = 20 }]
+
+[[steps]]
+do = "serve"
+partition = "A"
+events = ["a1"]
+claim = "through 20"
+
+[[steps]]
+do = "ingest"
+reader = "r1"
+partition = "A"
+"""
+    result = run_one(load_text(text, "tmp/liar-ok.toml"), "impl")
+    assert result.status == "error"
+    assert "covers a2, which no page has delivered" in result.detail
+
+
+def test_targets_that_cannot_express_a_step_skip_with_the_reason() -> None:
+    scenario = load_shipped("flink-40094-ok")
+    forced = run_one(scenario, "model", RunOptions(force=True))
+    assert forced.status == "skip"
+    assert "keeps every partition a member of every epoch" in forced.detail
+    crash = run_one(load_shipped("debezium-dbz-5915-ok"), "sut", RunOptions(force=True))
+    assert crash.status == "skip" and "scripted page" in crash.detail
