@@ -77,7 +77,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -129,7 +129,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         (
             """CREATE TABLE {s}.streams (
                 stream bytea PRIMARY KEY,
-                initial_epoch numeric NOT NULL CHECK (initial_epoch >= 0 AND scale(initial_epoch) = 0),
+                initial_epoch numeric NOT NULL
+                    CHECK (initial_epoch >= 0 AND scale(initial_epoch) = 0),
                 current_epoch numeric NOT NULL CHECK (current_epoch >= initial_epoch)
             )""",
             """CREATE TABLE {s}.memberships (
@@ -269,7 +270,10 @@ def decode_cut(kind: str, at_int: Decimal | None, at_str: bytes | None) -> Cut:
 def _record(row: Row) -> PublicationRecord:
     epoch, kind, at_int, at_str, revision, op_id = row
     return PublicationRecord(
-        int(epoch), decode_cut(kind, at_int, at_str), revision, None if op_id is None else _str(op_id)
+        int(epoch),
+        decode_cut(kind, at_int, at_str),
+        revision,
+        None if op_id is None else _str(op_id),
     )
 
 
@@ -334,8 +338,13 @@ class _Deadlines:
             # A duplicate keeps the socket itself (not a number the kernel could reuse
             # for another connection once psycopg closes its fd) until disarmed.
             self._live[ticket] = os.dup(fd)
-            heapq.heappush(self._heap, (time.monotonic() + seconds, ticket))
-            self._cond.notify()
+            due = time.monotonic() + seconds
+            # Wake the thread only if this deadline is now the earliest (rarely: all
+            # deadlines are the same length ahead), not on every operation.
+            wake = not self._heap or due < self._heap[0][0]
+            heapq.heappush(self._heap, (due, ticket))
+            if wake:
+                self._cond.notify()
             return ticket
 
     def disarm(self, ticket: int) -> None:
@@ -384,8 +393,10 @@ class PostgresStore:
     ``min_connections``/``max_connections``: the pool's bounds.
     ``connect_timeout``: seconds to open the store or wait for a free connection
     (a :class:`~.stores.DefiniteStoreError` after that: nothing was sent).
-    ``op_timeout``: seconds one statement may take before the store gives up on
-    its reply (an :class:`~.stores.IndefiniteStoreError`: it may have committed).
+    ``op_timeout``: seconds one statement may run: the server cancels it then
+    (``statement_timeout``: a :class:`~.stores.DefiniteStoreError`, rolled back);
+    if the server does not answer at all, the store gives up on the reply a
+    little later (an :class:`~.stores.IndefiniteStoreError`: it may have committed).
     """
 
     def __init__(
@@ -409,7 +420,10 @@ class PostgresStore:
                 )
         if type(schema) is not str or not schema or "\x00" in schema or len(schema) > 63:
             raise InvalidValue("schema", schema, "a PostgreSQL schema name of 1 to 63 characters")
-        for name, value in (("min_connections", min_connections), ("max_connections", max_connections)):
+        for name, value in (
+            ("min_connections", min_connections),
+            ("max_connections", max_connections),
+        ):
             if type(value) is not int or value < 1:
                 raise InvalidValue(name, value, "a positive integer is required")
         if max_connections < min_connections:
@@ -421,6 +435,10 @@ class PostgresStore:
         self.location = redact(dsn)
         self.schema = schema
         self.op_timeout = float(op_timeout)
+        # The server's statement_timeout (op_timeout) cancels a slow statement with an
+        # ERROR (definite: rolled back); the client gives up a little later, only when
+        # the server itself does not answer (indefinite).
+        self._client_deadline = self.op_timeout + max(1.0, self.op_timeout / 4)
         self.connect_timeout = float(connect_timeout)
         self._s = quote_ident(schema)
         self._memberships: dict[tuple[str, int], Membership] = {}
@@ -514,7 +532,7 @@ class PostgresStore:
                         if version in applied:
                             continue
                         for statement in statements:
-                            conn.execute(statement.format(s=s))  # type: ignore[arg-type]
+                            conn.execute(statement.format(s=s))
                         conn.execute(
                             f"INSERT INTO {s}.schema_version (version, description) "
                             "VALUES (%s, %s)",
@@ -580,7 +598,12 @@ class PostgresStore:
         return not poller.poll(0)
 
     def _run(
-        self, query: str, params: Sequence[object], *, write: bool, what: str = ""
+        self,
+        query: str,
+        params: Sequence[object] | Mapping[str, object],
+        *,
+        write: bool,
+        what: str = "",
     ) -> list[Row]:
         """Run one statement; its rows, or the failure mapped to definite/indefinite."""
         return self._with_connection(lambda conn: _fetch(conn, query, params), write, what)
@@ -590,7 +613,7 @@ class PostgresStore:
     ) -> T:
         label = what or ("write" if write else "read")
         with self._connection() as conn:
-            ticket = self._deadlines.arm(conn.fileno(), self.op_timeout)
+            ticket = self._deadlines.arm(conn.fileno(), self._client_deadline)
             try:
                 return body(conn)
             except psycopg.Error as exc:
@@ -607,9 +630,10 @@ class PostgresStore:
                 f"{self.location}: PostgreSQL refused the {label} ({exc.sqlstate}: "
                 f"{diag.message_primary or exc}); nothing was applied"
             )
+        reason = str(exc).strip() or type(exc).__name__
         return IndefiniteStoreError(
-            f"{self.location}: the {label}'s reply was lost ({str(exc).strip() or type(exc).__name__});"
-            " it may or may not have been applied: reread before deciding"
+            f"{self.location}: the {label}'s reply was lost ({reason}); "
+            "it may or may not have been applied: reread before deciding"
         )
 
     # --- memberships ---------------------------------------------------------------
@@ -709,6 +733,10 @@ class PostgresStore:
             raise DefiniteStoreError(
                 f"stream {stream!r} has no membership for epoch {epoch} (epochs stored: {stored})"
             )
+        # A membership never changes once written: parse each (stream, epoch) once.
+        cached = self._memberships.get((stream, int(found_epoch)))
+        if cached is not None:
+            return cached
         membership = membership_from_json(json.loads(body), f"memberships[{stream}][{found_epoch}]")
         self._memberships[(stream, membership.epoch)] = membership
         return membership
@@ -724,9 +752,12 @@ class PostgresStore:
             with conn.transaction():
                 # The stream's row lock serializes membership writes: the next
                 # statement's snapshot contains every epoch committed before it.
-                if conn.execute(
-                    f"SELECT 1 FROM {s}.streams WHERE stream = %s FOR UPDATE", (key,)
-                ).fetchone() is None:
+                if (
+                    conn.execute(
+                        f"SELECT 1 FROM {s}.streams WHERE stream = %s FOR UPDATE", (key,)
+                    ).fetchone()
+                    is None
+                ):
                     raise _unknown(stream)
                 stored = {
                     int(e): membership_from_json(json.loads(b), f"memberships[{stream}][{e}]")

@@ -50,12 +50,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fencepost.impl.codec import (
     checkpoint_to_json,
@@ -69,13 +71,13 @@ from fencepost.impl.stores import (
     Applied,
     CheckpointApplied,
     CheckpointWrite,
-    DefiniteStoreError,
     IndefiniteStoreError,
     PublicationWrite,
     Store,
 )
 
 JSON = Any
+T = TypeVar("T")
 INFINITY = float("inf")
 
 
@@ -144,34 +146,87 @@ class RecordingStore:
         self.sink = sink
         self._next = 0
 
-    def _call(self, kind: str, args: dict[str, JSON], call: Callable[[], Any],
-              encode: Callable[[Any], JSON]) -> Any:
+    def _call(
+        self,
+        kind: str,
+        args: dict[str, JSON],
+        call: Callable[[], T],
+        encode: Callable[[T], JSON],
+    ) -> T:
         n = self._next
         self._next += 1
-        self.sink({"e": "invoke", "p": self.process, "n": n, "kind": kind, "args": args,
-                   "t": time.monotonic_ns()})
+        self.sink(
+            {
+                "e": "invoke",
+                "p": self.process,
+                "n": n,
+                "kind": kind,
+                "args": args,
+                "t": time.monotonic_ns(),
+            }
+        )
         try:
             value = call()
         except IndefiniteStoreError as exc:
-            self.sink({"e": "complete", "p": self.process, "n": n, "status": "info",
-                       "t": time.monotonic_ns(), "error": str(exc)[:200]})
+            self.sink(
+                {
+                    "e": "complete",
+                    "p": self.process,
+                    "n": n,
+                    "status": "info",
+                    "t": time.monotonic_ns(),
+                    "error": str(exc)[:200],
+                }
+            )
             raise
         except Exception as exc:  # definite, or refused before reaching the store
-            self.sink({"e": "complete", "p": self.process, "n": n, "status": "fail",
-                       "t": time.monotonic_ns(), "error": f"{type(exc).__name__}: {exc}"[:200]})
+            self.sink(
+                {
+                    "e": "complete",
+                    "p": self.process,
+                    "n": n,
+                    "status": "fail",
+                    "t": time.monotonic_ns(),
+                    "error": f"{type(exc).__name__}: {exc}"[:200],
+                }
+            )
             raise
-        self.sink({"e": "complete", "p": self.process, "n": n, "status": "ok",
-                   "t": time.monotonic_ns(), "result": encode(value)})
+        self.sink(
+            {
+                "e": "complete",
+                "p": self.process,
+                "n": n,
+                "status": "ok",
+                "t": time.monotonic_ns(),
+                "result": encode(value),
+            }
+        )
         return value
 
     def note(self, kind: str, invoke_ns: int, args: Mapping[str, JSON], result: JSON) -> None:
         """Record a completed non-store step (a publisher attempt) with its own interval."""
         n = self._next
         self._next += 1
-        self.sink({"e": "invoke", "p": self.process, "n": n, "kind": kind, "args": dict(args),
-                   "t": invoke_ns})
-        self.sink({"e": "complete", "p": self.process, "n": n, "status": "ok",
-                   "t": time.monotonic_ns(), "result": result})
+        self.sink(
+            {
+                "e": "invoke",
+                "p": self.process,
+                "n": n,
+                "kind": kind,
+                "args": dict(args),
+                "t": invoke_ns,
+            }
+        )
+        self.sink(
+            {
+                "e": "complete",
+                "p": self.process,
+                "n": n,
+                "status": "ok",
+                "t": time.monotonic_ns(),
+                "result": result,
+            }
+        )
 
     # --- the Store protocol --------------------------------------------------------
 
@@ -179,68 +234,110 @@ class RecordingStore:
         return self.inner.create_stream(stream, membership)  # setup: not part of the history
 
     def read_publication(self, stream: str) -> PublicationRecord:
-        return self._call("read_publication", {"stream": stream},
-                          lambda: self.inner.read_publication(stream), record_to_json)  # type: ignore[no-any-return]
+        return self._call(
+            "read_publication",
+            {"stream": stream},
+            lambda: self.inner.read_publication(stream),
+            record_to_json,
+        )
 
-    def write_publication(self, stream: str, expected_revision: int, epoch: int, cut: Cut,
-                          op_id: str) -> PublicationWrite:
-        args = {"stream": stream, "expected_revision": expected_revision, "epoch": epoch,
-                "cut": cut_to_json(cut), "op_id": op_id}
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        args = {
+            "stream": stream,
+            "expected_revision": expected_revision,
+            "epoch": epoch,
+            "cut": cut_to_json(cut),
+            "op_id": op_id,
+        }
 
         def encode(w: PublicationWrite) -> JSON:
             return {"applied": isinstance(w, Applied), "record": record_to_json(w.record)}
 
-        return self._call("write_publication", args,  # type: ignore[no-any-return]
-                          lambda: self.inner.write_publication(stream, expected_revision, epoch,
-                                                               cut, op_id), encode)
+        return self._call(
+            "write_publication",
+            args,
+            lambda: self.inner.write_publication(stream, expected_revision, epoch, cut, op_id),
+            encode,
+        )
 
     def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
-        return self._call("read_membership", {"stream": stream, "epoch": epoch},  # type: ignore[no-any-return]
-                          lambda: self.inner.read_membership(stream, epoch), membership_to_json)
+        return self._call(
+            "read_membership",
+            {"stream": stream, "epoch": epoch},
+            lambda: self.inner.read_membership(stream, epoch),
+            membership_to_json,
+        )
 
     def write_membership(self, stream: str, membership: Membership) -> None:
-        self._call("write_membership", {"stream": stream,
-                                        "membership": membership_to_json(membership)},
-                   lambda: self.inner.write_membership(stream, membership), lambda _: None)
+        self._call(
+            "write_membership",
+            {"stream": stream, "membership": membership_to_json(membership)},
+            lambda: self.inner.write_membership(stream, membership),
+            lambda _: None,
+        )
 
     def read_checkpoint(self, stream: str, epoch: int, partition: str) -> Checkpoint | None:
-        return self._call(  # type: ignore[no-any-return]
-            "read_checkpoint", {"stream": stream, "epoch": epoch, "partition": partition},
+        return self._call(
+            "read_checkpoint",
+            {"stream": stream, "epoch": epoch, "partition": partition},
             lambda: self.inner.read_checkpoint(stream, epoch, partition),
-            lambda c: None if c is None else checkpoint_to_json(c))
+            lambda c: None if c is None else checkpoint_to_json(c),
+        )
 
     def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
-        return self._call(  # type: ignore[no-any-return]
-            "read_checkpoints", {"stream": stream, "epoch": epoch},
+        return self._call(
+            "read_checkpoints",
+            {"stream": stream, "epoch": epoch},
             lambda: self.inner.read_checkpoints(stream, epoch),
-            lambda cs: [checkpoint_to_json(c) for c in cs])
+            lambda cs: [checkpoint_to_json(c) for c in cs],
+        )
 
-    def write_checkpoint(self, stream: str, expected_generation: int | None,
-                         checkpoint: Checkpoint) -> CheckpointWrite:
-        args = {"stream": stream, "expected_generation": expected_generation,
-                "checkpoint": checkpoint_to_json(checkpoint)}
+    def write_checkpoint(
+        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        args = {
+            "stream": stream,
+            "expected_generation": expected_generation,
+            "checkpoint": checkpoint_to_json(checkpoint),
+        }
 
         def encode(w: CheckpointWrite) -> JSON:
-            return {"applied": isinstance(w, CheckpointApplied),
-                    "checkpoint": None if w.checkpoint is None else checkpoint_to_json(w.checkpoint)}
+            return {
+                "applied": isinstance(w, CheckpointApplied),
+                "checkpoint": None if w.checkpoint is None else checkpoint_to_json(w.checkpoint),
+            }
 
-        return self._call("write_checkpoint", args,  # type: ignore[no-any-return]
-                          lambda: self.inner.write_checkpoint(stream, expected_generation,
-                                                              checkpoint), encode)
+        return self._call(
+            "write_checkpoint",
+            args,
+            lambda: self.inner.write_checkpoint(stream, expected_generation, checkpoint),
+            encode,
+        )
 
     def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
-        return self._call("record_outcome",  # type: ignore[no-any-return]
-                          {"stream": stream, "event_id": event_id, "outcome": outcome},
-                          lambda: self.inner.record_outcome(stream, event_id, outcome),
-                          lambda o: o)
+        return self._call(
+            "record_outcome",
+            {"stream": stream, "event_id": event_id, "outcome": outcome},
+            lambda: self.inner.record_outcome(stream, event_id, outcome),
+            _as_json,
+        )
 
     def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
-        return self._call("outcomes",  # type: ignore[no-any-return]
-                          {"stream": stream, "event_ids": list(event_ids)},
-                          lambda: self.inner.outcomes(stream, event_ids), dict)
+        return self._call(
+            "outcomes",
+            {"stream": stream, "event_ids": list(event_ids)},
+            lambda: self.inner.outcomes(stream, event_ids),
+            dict,
+        )
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _as_json(value: str) -> JSON:
+    return value
 
 
 def load_history(paths: Iterable[str | Path]) -> list[Op]:
@@ -264,7 +361,16 @@ def load_history(paths: Iterable[str | Path]) -> list[Op]:
         done = completes.get(key)
         status = Status.INFO if done is None else Status(done["status"])
         complete: float = INFINITY if status is Status.INFO else int(done["t"])  # type: ignore[index]
-        rows.append((int(inv["t"]), key, inv, status, complete, None if done is None else done.get("result")))
+        rows.append(
+            (
+                int(inv["t"]),
+                key,
+                inv,
+                status,
+                complete,
+                None if done is None else done.get("result"),
+            )
+        )
     rows.sort(key=lambda r: (r[0], r[1]))
     return [
         Op(i, key[0], str(inv["kind"]), t, complete, status, inv["args"], result)
@@ -335,7 +441,9 @@ class _Register:
 
     name: str
     observations: list[tuple[int, JSON, Op]] = field(default_factory=list)  # version, value, op
-    writes: list[tuple[int, JSON, Op, str]] = field(default_factory=list)  # expected, value, op, how
+    writes: list[tuple[int, JSON, Op, str]] = field(
+        default_factory=list
+    )  # expected, value, op, how
 
 
 @dataclass(frozen=True)
@@ -348,8 +456,11 @@ class Chain:
 
 
 def _record_value(record: JSON) -> tuple[int, JSON]:
-    return int(record["revision"]), {"epoch": record["epoch"], "cut": record["cut"],
-                                     "op_id": record["op_id"]}
+    return int(record["revision"]), {
+        "epoch": record["epoch"],
+        "cut": record["cut"],
+        "op_id": record["op_id"],
+    }
 
 
 def _checkpoint_value(cp: JSON | None) -> tuple[int, JSON]:
@@ -374,8 +485,11 @@ def _registers(ops: Sequence[Op], ctx: Context) -> dict[tuple[Any, ...], _Regist
         elif op.kind == "write_publication":
             target = reg(("record", a["stream"]))
             value = {"epoch": a["epoch"], "cut": a["cut"], "op_id": a["op_id"]}
-            how = op.status.value if op.status is not Status.OK else (
-                "applied" if r["applied"] else "conflict")
+            how = (
+                op.status.value
+                if op.status is not Status.OK
+                else ("applied" if r["applied"] else "conflict")
+            )
             target.writes.append((int(a["expected_revision"]), value, op, how))
             if op.status is Status.OK:
                 v, val = _record_value(r["record"])
@@ -383,7 +497,8 @@ def _registers(ops: Sequence[Op], ctx: Context) -> dict[tuple[Any, ...], _Regist
         elif op.kind == "read_checkpoint" and op.status is Status.OK:
             v, val = _checkpoint_value(r)
             reg(("checkpoint", a["stream"], a["epoch"], a["partition"])).observations.append(
-                (v, val, op))
+                (v, val, op)
+            )
         elif op.kind == "read_checkpoints" and op.status is Status.OK:
             found = {c["partition"]: c for c in r}
             members = ctx.memberships.get(a["stream"], {}).get(a["epoch"], {}).get("partitions", {})
@@ -395,8 +510,11 @@ def _registers(ops: Sequence[Op], ctx: Context) -> dict[tuple[Any, ...], _Regist
             target = reg(("checkpoint", a["stream"], cp["epoch"], cp["partition"]))
             expected = a["expected_generation"]
             value = {k: cp[k] for k in ("cut", "token", "scope", "finality")}
-            how = op.status.value if op.status is not Status.OK else (
-                "applied" if r["applied"] else "conflict")
+            how = (
+                op.status.value
+                if op.status is not Status.OK
+                else ("applied" if r["applied"] else "conflict")
+            )
             target.writes.append((0 if expected is None else int(expected), value, op, how))
             if op.status is Status.OK:
                 v, val = _checkpoint_value(r["checkpoint"])
@@ -406,62 +524,90 @@ def _registers(ops: Sequence[Op], ctx: Context) -> dict[tuple[Any, ...], _Regist
 
 def _check_register(reg: _Register, out: list[Anomaly]) -> Chain:
     """Linearizability of one version-conditional register; see the module docstring."""
+    observed = {op.index: version for version, _, op in reg.observations}
     values: dict[int, JSON] = {}
     seen_by: dict[int, Op] = {}
     for version, value, op in reg.observations:
         if version in values and values[version] != value:
-            out.append(Anomaly(
-                "two_values_one_version",
-                f"{reg.name} version {version} was seen as {values[version]} and as {value}",
-                (seen_by[version].index, op.index)))
+            out.append(
+                Anomaly(
+                    "two_values_one_version",
+                    f"{reg.name} version {version} was seen as {values[version]} and as {value}",
+                    (seen_by[version].index, op.index),
+                )
+            )
         values.setdefault(version, value)
         seen_by.setdefault(version, op)
     applied_by: dict[int, Op] = {}
-    for expected, value, op, how in reg.writes:
+    for expected, _, op, how in reg.writes:
         if how == "conflict":
-            current = _observed_version(reg, op)
+            current = observed.get(op.index)
             if current == expected:
-                out.append(Anomaly(
-                    "conflict_while_current",
-                    f"{reg.name}: write expecting version {expected} reported a conflict but "
-                    "returned that same version as current", (op.index,)))
+                out.append(
+                    Anomaly(
+                        "conflict_while_current",
+                        f"{reg.name}: write expecting version {expected} reported a conflict but "
+                        "returned that same version as current",
+                        (op.index,),
+                    )
+                )
         if how != "applied":
             continue
         new = expected + 1
-        own = _observed_version(reg, op)
+        own = observed.get(op.index)
         if own != new:
-            out.append(Anomaly("applied_wrong_version",
-                               f"{reg.name}: write expecting {expected} was applied as {own}",
-                               (op.index,)))
+            out.append(
+                Anomaly(
+                    "applied_wrong_version",
+                    f"{reg.name}: write expecting {expected} was applied as {own}",
+                    (op.index,),
+                )
+            )
         if new in applied_by:
-            out.append(Anomaly("two_writes_one_version",
-                               f"{reg.name}: two writes were both applied as version {new}",
-                               (applied_by[new].index, op.index)))
+            out.append(
+                Anomaly(
+                    "two_writes_one_version",
+                    f"{reg.name}: two writes were both applied as version {new}",
+                    (applied_by[new].index, op.index),
+                )
+            )
         applied_by.setdefault(new, op)
+    by_expected: dict[int, list[tuple[JSON, Op, str]]] = defaultdict(list)
+    for expected, value, op, how in reg.writes:
+        by_expected[expected].append((value, op, how))
     top = max(values, default=0)
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}
     for v in range(1, top + 1):
         if v in values:
-            cands = [(op, how) for e, val, op, how in reg.writes
-                     if e == v - 1 and val == values[v] and how in ("applied", "info")]
+            cands = [
+                (op, how)
+                for val, op, how in by_expected[v - 1]
+                if val == values[v] and how in ("applied", "info")
+            ]
             if not cands:
-                wrong = [op.index for e, val, op, how in reg.writes
-                         if e == v - 1 and val == values[v]]
+                wrong = [op.index for val, op, _ in by_expected[v - 1] if val == values[v]]
                 kind = "failed_write_took_effect" if wrong else "phantom_version"
-                out.append(Anomaly(
-                    kind,
-                    f"{reg.name} version {v} holds {values[v]}, which no write that may have "
-                    "applied produced" + (" (a write reported failed or conflicting did)"
-                                          if wrong else ""),
-                    tuple(wrong) or (seen_by[v].index,)))
+                out.append(
+                    Anomaly(
+                        kind,
+                        f"{reg.name} version {v} holds {values[v]}, which no write that may have "
+                        "applied produced"
+                        + (" (a write reported failed or conflicting did)" if wrong else ""),
+                        tuple(wrong) or (seen_by[v].index,),
+                    )
+                )
                 lo[v], hi[v] = -INFINITY, INFINITY
                 continue
         else:
-            cands = [(op, how) for e, _, op, how in reg.writes if e == v - 1 and how == "info"]
+            cands = [(op, how) for _, op, how in by_expected[v - 1] if how == "info"]
             if not cands:
-                out.append(Anomaly("missing_version",
-                                   f"{reg.name} reached version {top} but nothing made version {v}"))
+                out.append(
+                    Anomaly(
+                        "missing_version",
+                        f"{reg.name} reached version {top} but nothing made version {v}",
+                    )
+                )
                 lo[v], hi[v] = -INFINITY, INFINITY
                 continue
         applied = [op for op, how in cands if how == "applied"]
@@ -490,25 +636,21 @@ def _check_register(reg: _Register, out: list[Anomaly]) -> Chain:
         if t > ceiling:
             culprits = tuple(i for i in (before_op, read_upper.get(v, (0, -1))[1]) if i >= 0)
             writer = applied_by.get(v)
-            out.append(Anomaly(
-                "not_linearizable",
-                f"{reg.name}: version {v} must be in place by {ceiling:.0f} ns (its write's "
-                "completion or a read of it) yet after a read that still saw version "
-                f"{v - 1} began at {before:.0f} ns, or after version {v - 1}: a stale read",
-                culprits + ((writer.index,) if writer else ())))
+            out.append(
+                Anomaly(
+                    "not_linearizable",
+                    f"{reg.name}: version {v} must be in place by {ceiling:.0f} ns (its write's "
+                    "completion or a read of it) yet after a read that still saw version "
+                    f"{v - 1} began at {before:.0f} ns, or after version {v - 1}: a stale read",
+                    culprits + ((writer.index,) if writer else ()),
+                )
+            )
             t = ceiling if ceiling > -INFINITY else t
         t_prev = t
         visible_by[v] = ceiling
         written_after[v] = lo[v]
     values.setdefault(0, None)
     return Chain(values, visible_by, written_after)
-
-
-def _observed_version(reg: _Register, op: Op) -> int | None:
-    for version, _, o in reg.observations:
-        if o is op:
-            return version
-    return None
 
 
 # --- semantics.md section 7 on the chains ----------------------------------------------
@@ -539,25 +681,38 @@ def _outcome_times(ops: Sequence[Op], out: list[Anomaly]) -> dict[tuple[str, str
         key = (op.args["stream"], op.args["event_id"])
         durable[key] = min(durable.get(key, INFINITY), op.complete_ns)
         if key in first and first[key][0] != op.result:
-            out.append(Anomaly("outcome_changed",
-                               f"event {key[1]!r}: stored outcome {first[key][0]!r} then "
-                               f"{op.result!r}", (first[key][1], op.index)))
+            out.append(
+                Anomaly(
+                    "outcome_changed",
+                    f"event {key[1]!r}: stored outcome {first[key][0]!r} then {op.result!r}",
+                    (first[key][1], op.index),
+                )
+            )
         first.setdefault(key, (op.result, op.index))
     return durable
 
 
-def _check_publication_chain(stream: str, chain: Chain, chains: Mapping[tuple[Any, ...], Chain],
-                             ctx: Context, outcomes: Mapping[tuple[str, str], float],
-                             out: list[Anomaly]) -> None:
+def _check_publication_chain(
+    stream: str,
+    chain: Chain,
+    chains: Mapping[tuple[Any, ...], Chain],
+    ctx: Context,
+    outcomes: Mapping[tuple[str, str], float],
+    out: list[Anomaly],
+) -> None:
     versions = sorted(chain.values)
-    for prev, v in zip(versions, versions[1:], strict=False):
+    for prev, v in pairwise(versions):
         a, b = chain.values[prev], chain.values[v]
         if a is None or b is None:
             continue
         if b["epoch"] < a["epoch"]:
-            out.append(Anomaly("epoch_regressed",
-                               f"record {stream}: revision {v} has epoch {b['epoch']} after "
-                               f"epoch {a['epoch']}"))
+            out.append(
+                Anomaly(
+                    "epoch_regressed",
+                    f"record {stream}: revision {v} has epoch {b['epoch']} after "
+                    f"epoch {a['epoch']}",
+                )
+            )
             continue
         same = b["epoch"] == a["epoch"]
         if same or ctx.policy == "monotone":
@@ -567,9 +722,13 @@ def _check_publication_chain(stream: str, chain: Chain, chains: Mapping[tuple[An
             except TypeError:
                 ok = False
             if not ok:
-                out.append(Anomaly("publication_regressed",
-                                   f"record {stream}: revision {v} publishes {b['cut']} after "
-                                   f"{a['cut']} (epochs {a['epoch']} -> {b['epoch']})"))
+                out.append(
+                    Anomaly(
+                        "publication_regressed",
+                        f"record {stream}: revision {v} publishes {b['cut']} after "
+                        f"{a['cut']} (epochs {a['epoch']} -> {b['epoch']})",
+                    )
+                )
     for v in versions:
         value = chain.values[v]
         if value is None or value["cut"] is None or v == 0:
@@ -581,52 +740,90 @@ def _check_publication_chain(stream: str, chain: Chain, chains: Mapping[tuple[An
             order = ctx.order(stream, epoch, p)
             cp_chain = chains.get(("checkpoint", stream, epoch, p))
             backed = cp_chain is not None and any(
-                cv is not None and cp_chain.written_after.get(g, INFINITY) < deadline
-                and cut_leq(order, cut, cv["cut"]) and cv["finality"] == "final"
-                for g, cv in cp_chain.values.items())
+                cv is not None
+                and cp_chain.written_after.get(g, INFINITY) < deadline
+                and cut_leq(order, cut, cv["cut"])
+                and cv["finality"] == "final"
+                for g, cv in cp_chain.values.items()
+            )
             if not backed:
-                out.append(Anomaly(
-                    "unbacked_publication",
-                    f"record {stream} revision {v} publishes {cut} in epoch {epoch}, but member "
-                    f"{p} had certified no final cut at least that strong before it was visible "
-                    "(relabeling or a skipped partition)"))
-            _check_sound(stream, epoch, p, cut, deadline, f"record {stream} revision {v}",
-                         ctx, outcomes, out)
+                out.append(
+                    Anomaly(
+                        "unbacked_publication",
+                        f"record {stream} revision {v} publishes {cut} in epoch {epoch}, but "
+                        f"member {p} had certified no final cut at least that strong before it "
+                        "was visible (relabeling or a skipped partition)",
+                    )
+                )
+            _check_sound(
+                stream, epoch, p, cut, deadline, f"record {stream} revision {v}", ctx, outcomes, out
+            )
 
 
-def _check_checkpoint_chain(key: tuple[Any, ...], chain: Chain, ctx: Context,
-                            outcomes: Mapping[tuple[str, str], float],
-                            out: list[Anomaly]) -> None:
+def _check_checkpoint_chain(
+    key: tuple[Any, ...],
+    chain: Chain,
+    ctx: Context,
+    outcomes: Mapping[tuple[str, str], float],
+    out: list[Anomaly],
+) -> None:
     _, stream, epoch, partition = key
     order = ctx.order(stream, epoch, partition)
     versions = sorted(v for v in chain.values if chain.values[v] is not None)
-    for prev, v in zip(versions, versions[1:], strict=False):
+    for prev, v in pairwise(versions):
         if not cut_leq(order, chain.values[prev]["cut"], chain.values[v]["cut"]):
-            out.append(Anomaly("checkpoint_regressed",
-                               f"checkpoint {stream}/{epoch}/{partition}: generation {v} "
-                               f"holds {chain.values[v]['cut']} after {chain.values[prev]['cut']}"))
+            out.append(
+                Anomaly(
+                    "checkpoint_regressed",
+                    f"checkpoint {stream}/{epoch}/{partition}: generation {v} "
+                    f"holds {chain.values[v]['cut']} after {chain.values[prev]['cut']}",
+                )
+            )
     for v in versions:
         value = chain.values[v]
         if value["finality"] == "final" and value["cut"] is not None:
-            _check_sound(stream, epoch, partition, value["cut"], chain.visible_by.get(v, INFINITY),
-                         f"checkpoint {stream}/{epoch}/{partition} generation {v}", ctx,
-                         outcomes, out)
+            _check_sound(
+                stream,
+                epoch,
+                partition,
+                value["cut"],
+                chain.visible_by.get(v, INFINITY),
+                f"checkpoint {stream}/{epoch}/{partition} generation {v}",
+                ctx,
+                outcomes,
+                out,
+            )
 
 
-def _check_sound(stream: str, epoch: int, partition: str, cut: JSON, deadline: float,
-                 what: str, ctx: Context, outcomes: Mapping[tuple[str, str], float],
-                 out: list[Anomaly]) -> None:
+def _check_sound(
+    stream: str,
+    epoch: int,
+    partition: str,
+    cut: JSON,
+    deadline: float,
+    what: str,
+    ctx: Context,
+    outcomes: Mapping[tuple[str, str], float],
+    out: list[Anomaly],
+) -> None:
     events = ctx.events.get((stream, epoch, partition))
     if events is None:
         return
     order = ctx.order(stream, epoch, partition)
-    missing = [eid for eid, at in events
-               if covers(order, cut, at) and not outcomes.get((stream, eid), INFINITY) < deadline]
+    missing = [
+        eid
+        for eid, at in events
+        if covers(order, cut, at) and not outcomes.get((stream, eid), INFINITY) < deadline
+    ]
     if missing:
-        out.append(Anomaly("unsound",
-                           f"{what} covers {cut} of {partition} but events "
-                           f"{', '.join(missing[:5])}{'...' if len(missing) > 5 else ''} had no "
-                           "durable outcome before it was visible"))
+        out.append(
+            Anomaly(
+                "unsound",
+                f"{what} covers {cut} of {partition} but events "
+                f"{', '.join(missing[:5])}{'...' if len(missing) > 5 else ''} had no "
+                "durable outcome before it was visible",
+            )
+        )
 
 
 def _check_attempts(ops: Sequence[Op], ctx: Context, out: list[Anomaly]) -> None:
@@ -635,34 +832,55 @@ def _check_attempts(ops: Sequence[Op], ctx: Context, out: list[Anomaly]) -> None
     for op in ops:
         by_process[op.process].append(op)
     for process_ops in by_process.values():
-        for attempt in (o for o in process_ops if o.kind == "attempt"):
+        calls = sorted((o for o in process_ops if o.kind != "attempt"), key=lambda o: o.invoke_ns)
+        starts = [o.invoke_ns for o in calls]
+        # An attempt cut short by kill -9 reported nothing: nothing to hold it to.
+        for attempt in (o for o in process_ops if o.kind == "attempt" and o.status is Status.OK):
             # A process makes one call at a time: its calls invoked during the attempt
             # are the attempt's (an indefinite one's completion is "infinitely late").
-            inside = [o for o in process_ops if o.kind != "attempt"
-                      and attempt.invoke_ns <= o.invoke_ns <= attempt.complete_ns]
+            inside = calls[
+                bisect_left(starts, attempt.invoke_ns) : bisect_right(starts, attempt.complete_ns)
+            ]
             outcome, op_id = attempt.result["outcome"], attempt.result["op_id"]
             if outcome == "published":
-                acked = [o for o in inside if o.kind == "write_publication"
-                         and o.args["op_id"] == op_id and o.status is Status.OK
-                         and o.result["applied"]]
+                acked = [
+                    o
+                    for o in inside
+                    if o.kind == "write_publication"
+                    and o.args["op_id"] == op_id
+                    and o.status is Status.OK
+                    and o.result["applied"]
+                ]
                 if not acked:
-                    out.append(Anomaly("dishonest_published",
-                                       f"attempt {op_id} reported published without an "
-                                       "acknowledged write", (attempt.index,)))
+                    out.append(
+                        Anomaly(
+                            "dishonest_published",
+                            f"attempt {op_id} reported published without an acknowledged write",
+                            (attempt.index,),
+                        )
+                    )
             elif outcome == "confirmed":
-                writes = [o for o in inside if o.kind == "write_publication"
-                          and o.args["op_id"] == op_id]
+                writes = [
+                    o for o in inside if o.kind == "write_publication" and o.args["op_id"] == op_id
+                ]
                 proposal = attempt.result["proposal"]
                 after = writes[-1].invoke_ns if writes else INFINITY
                 stream = attempt.args["stream"]
                 shown = [
-                    o for o in inside
-                    if o.kind == "read_publication" and o.status is Status.OK
+                    o
+                    for o in inside
+                    if o.kind == "read_publication"
+                    and o.status is Status.OK
                     and o.invoke_ns > after
                     and o.result["epoch"] == attempt.result["epoch"]
                     and cut_leq(ctx.order(stream, o.result["epoch"]), proposal, o.result["cut"])
                 ]
                 if not writes or not shown:
-                    out.append(Anomaly("dishonest_confirmed",
-                                       f"attempt {op_id} reported confirmed without an "
-                                       "authoritative read showing its claim", (attempt.index,)))
+                    out.append(
+                        Anomaly(
+                            "dishonest_confirmed",
+                            f"attempt {op_id} reported confirmed without an "
+                            "authoritative read showing its claim",
+                            (attempt.index,),
+                        )
+                    )

@@ -20,6 +20,7 @@ coordinate.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from fencepost.impl.faults import FaultyStore
 from fencepost.impl.open import open_store
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.provider import Claim, Event, Page, ProviderTimeout
-from fencepost.impl.publisher import Policy, Publisher
+from fencepost.impl.publisher import Outcome, Policy, Publisher
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Membership
 from fencepost.impl.stores import Store, StoreError
@@ -66,8 +67,9 @@ class Workload:
         return [f"P{i}" for i in range(self.partitions)]
 
     def membership(self) -> Membership:
-        return Membership(self.epoch, self.scope, {p: ORDER.name for p in self.names},
-                          {ORDER.name: ORDER})
+        return Membership(
+            self.epoch, self.scope, {p: ORDER.name for p in self.names}, {ORDER.name: ORDER}
+        )
 
     def events(self, partition: str) -> list[tuple[str, int]]:
         out = []
@@ -87,8 +89,9 @@ class Workload:
         )
 
 
-def open_recorded(workload: Workload, worker: str, history_dir: str, lost: float,
-                  seed: int) -> tuple[RecordingStore, JsonlSink]:
+def open_recorded(
+    workload: Workload, worker: str, history_dir: str, lost: float, seed: int
+) -> tuple[RecordingStore, JsonlSink]:
     """The workload's store for ``worker``, recorded; with ``lost`` > 0, each call's
     response is lost with that probability, half of them after the call applied."""
     sink = JsonlSink(Path(history_dir) / f"{worker}.jsonl")
@@ -127,11 +130,26 @@ class StaticProvider:
         return Page(page, str(end), claim)
 
 
-def publisher_process(workload: Workload, worker: str, history_dir: str, seconds: float,
-                      lost: float = 0.0, seed: int = 0, policy: str = "monotone",
-                      min_attempts: int = 0) -> None:
+def _quiet() -> None:
+    """Worker processes: the pool's reconnection warnings (server restarts) are expected."""
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+
+def publisher_process(
+    workload: Workload,
+    worker: str,
+    history_dir: str,
+    seconds: float,
+    lost: float = 0.0,
+    seed: int = 0,
+    policy: str = "monotone",
+    min_attempts: int = 0,
+    idle: float = 0.0,
+) -> None:
     """Attempt publications until the final cut is published (and at least
-    ``min_attempts`` attempts were made) or time is up."""
+    ``min_attempts`` attempts were made) or time is up, resting up to ``idle``
+    seconds after an attempt that published nothing (a polling interval)."""
+    _quiet()
     store, sink = open_recorded(workload, worker, history_dir, lost, seed)
     publisher = Publisher(store, workload.stream, worker, Policy(policy), max_retries=3)
     deadline = time.monotonic() + seconds
@@ -160,14 +178,26 @@ def publisher_process(workload: Workload, worker: str, history_dir: str, seconds
             )
             if result.cut == final and attempts >= min_attempts:
                 break
+            if idle and result.outcome not in (Outcome.PUBLISHED, Outcome.CONFIRMED):
+                time.sleep(random.uniform(0, idle))
     finally:
         store.close()
         sink.close()
 
 
-def reader_process(workload: Workload, worker: str, history_dir: str, seconds: float,
-                   lost: float = 0.0, seed: int = 0, flaky: float = 0.05) -> None:
-    """Ingest random partitions a few pages at a time until all are fully certified."""
+def reader_process(
+    workload: Workload,
+    worker: str,
+    history_dir: str,
+    seconds: float,
+    lost: float = 0.0,
+    seed: int = 0,
+    flaky: float = 0.05,
+    pace: float = 0.0,
+) -> None:
+    """Ingest random partitions a few pages at a time until all are fully certified,
+    resting up to ``pace`` seconds between passes (to stretch a run over time)."""
+    _quiet()
     store, sink = open_recorded(workload, worker, history_dir, lost, seed)
     provider = StaticProvider(workload, flaky=flaky, seed=seed)
     rng = random.Random(seed)
@@ -177,8 +207,16 @@ def reader_process(workload: Workload, worker: str, history_dir: str, seconds: f
     try:
         while time.monotonic() < deadline and len(done) < workload.partitions:
             partition = rng.choice(workload.names)
-            reader = PartitionReader(store, provider, workload.stream, partition, workload.epoch,
-                                     workload.scope, ORDER, lambda e: f"done:{e.id}")
+            reader = PartitionReader(
+                store,
+                provider,
+                workload.stream,
+                partition,
+                workload.epoch,
+                workload.scope,
+                ORDER,
+                lambda e: f"done:{e.id}",
+            )
             try:
                 cut = reader.run_pass(max_pages=rng.randint(1, 3))
             except (StoreError, ProviderTimeout):
@@ -186,6 +224,8 @@ def reader_process(workload: Workload, worker: str, history_dir: str, seconds: f
                 continue
             if cut == final:
                 done.add(partition)
+            if pace:
+                time.sleep(rng.uniform(0, pace))
     finally:
         store.close()
         sink.close()

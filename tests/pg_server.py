@@ -14,6 +14,7 @@ how to fix it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,10 +64,13 @@ def session_dsn() -> str:
         _SESSION["source"] = "FENCEPOST_DATABASE_URL"
         return url
     try:
-        import pgserver
+        from pgserver.postgres_server import get_server
 
         folder = tempfile.mkdtemp(prefix="fencepost-pgserver-")
-        server = pgserver.get_server(folder, cleanup_mode="delete")
+        with warnings.catch_warnings():
+            # platformdirs warns that XDG_RUNTIME_DIR is unset (CI): harmless here.
+            warnings.simplefilter("ignore")
+            server = get_server(folder, cleanup_mode="delete")
         dsn = str(server.get_uri())
         _check(dsn)
     except Exception as exc:
@@ -222,10 +227,8 @@ class RestartablePostgres:
             ["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False
         ).stdout.split()
         for target in [pid, *map(int, children)]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(target, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.postgres
 PUBLISHERS = 8
 READERS = 4
 #: Each publisher keeps attempting until the final cut is out and it made this many.
-MIN_ATTEMPTS = 250
+MIN_ATTEMPTS = 400
 
 
 def pg_location(dsn: str, schema: str) -> str:
@@ -70,14 +70,20 @@ def run_workload(workload: Workload, folder: Path, seconds: float, lost: float) 
 def stale_read_mutant(ops: list[Op]) -> list[Op] | None:
     """The history with one read made stale: it returns the record before the last write
     that had completed before the read began. None if the run has no such read."""
-    written = [o for o in ops if o.kind == "write_publication" and o.status is Status.OK
-               and o.result["applied"]]
+    written = [
+        o
+        for o in ops
+        if o.kind == "write_publication" and o.status is Status.OK and o.result["applied"]
+    ]
     for read in ops:
         if read.kind != "read_publication" or read.status is not Status.OK:
             continue
         revision = read.result["revision"]
-        done = [w for w in written if w.result["record"]["revision"] == revision
-                and w.complete_ns < read.invoke_ns]
+        done = [
+            w
+            for w in written
+            if w.result["record"]["revision"] == revision and w.complete_ns < read.invoke_ns
+        ]
         before = [w for w in written if w.result["record"]["revision"] == revision - 1]
         if done and before:
             stale = replace(read, result=before[0].result["record"])
@@ -85,9 +91,7 @@ def stale_read_mutant(ops: list[Op]) -> list[Op] | None:
     return None
 
 
-def check_run(
-    pg_dsn: str, tmp_path: Path, coordinates: int, seconds: float, lost: float
-) -> None:
+def check_run(pg_dsn: str, tmp_path: Path, coordinates: int, seconds: float, lost: float) -> None:
     schema = fresh_schema(pg_dsn, "conc")
     try:
         workload = Workload(pg_location(pg_dsn, schema), coordinates=coordinates, seed=7)
@@ -105,7 +109,9 @@ def check_run(
         for anomaly in anomalies[:20]:
             print("  ", anomaly)
         assert anomalies == []
-        assert attempts >= PUBLISHERS * MIN_ATTEMPTS, "the run must be concurrent enough to mean something"
+        assert attempts >= PUBLISHERS * MIN_ATTEMPTS, (
+            "the run must be concurrent enough to mean something"
+        )
         assert counts.get("published", 0) >= 5
         final = open_store(workload.location)
         try:

@@ -14,8 +14,12 @@ import pytest
 from fencepost.properties.history import INFINITY, Context, Op, Status, check_history
 
 OFFSETS = {"name": "offsets", "kind": "integer", "successor": True}
-MEMBERSHIP = {"epoch": 1, "scope": "q", "partitions": {"A": "offsets", "B": "offsets"},
-              "orders": {"offsets": OFFSETS}}
+MEMBERSHIP = {
+    "epoch": 1,
+    "scope": "q",
+    "partitions": {"A": "offsets", "B": "offsets"},
+    "orders": {"offsets": OFFSETS},
+}
 MEMBERSHIP2 = {**MEMBERSHIP, "epoch": 2}
 CTX = Context(
     memberships={"s": {1: MEMBERSHIP, 2: MEMBERSHIP2}},
@@ -37,8 +41,16 @@ class H:
     def __init__(self) -> None:
         self.ops: list[Op] = []
 
-    def add(self, process: str, kind: str, t0: int, t1: float, status: Status,
-            args: dict[str, Any], result: Any = None) -> int:
+    def add(
+        self,
+        process: str,
+        kind: str,
+        t0: int,
+        t1: float,
+        status: Status,
+        args: dict[str, Any],
+        result: Any = None,
+    ) -> int:
         op = Op(len(self.ops), process, kind, t0, t1, status, args, result)
         self.ops.append(op)
         return op.index
@@ -49,30 +61,83 @@ class H:
     def read(self, p: str, t0: int, t1: int, record: dict[str, Any]) -> int:
         return self.add(p, "read_publication", t0, t1, Status.OK, {"stream": "s"}, record)
 
-    def write(self, p: str, t0: int, t1: float, expected: int, epoch: int, cut: Any, op_id: str,
-              *, applied: bool | None = True, current: dict[str, Any] | None = None,
-              status: Status = Status.OK) -> int:
-        args = {"stream": "s", "expected_revision": expected, "epoch": epoch, "cut": cut,
-                "op_id": op_id}
+    def write(
+        self,
+        p: str,
+        t0: int,
+        t1: float,
+        expected: int,
+        epoch: int,
+        cut: Any,
+        op_id: str,
+        *,
+        applied: bool | None = True,
+        current: dict[str, Any] | None = None,
+        status: Status = Status.OK,
+    ) -> int:
+        args = {
+            "stream": "s",
+            "expected_revision": expected,
+            "epoch": epoch,
+            "cut": cut,
+            "op_id": op_id,
+        }
         if status is not Status.OK:
-            return self.add(p, "write_publication", t0, INFINITY if status is Status.INFO
-                            else t1, status, args)
+            return self.add(
+                p, "write_publication", t0, INFINITY if status is Status.INFO else t1, status, args
+            )
         record = self.rec(epoch, cut, expected + 1, op_id) if applied else current
-        return self.add(p, "write_publication", t0, t1, status, args,
-                        {"applied": bool(applied), "record": record})
+        return self.add(
+            p,
+            "write_publication",
+            t0,
+            t1,
+            status,
+            args,
+            {"applied": bool(applied), "record": record},
+        )
 
-    def checkpoint(self, p: str, t0: int, t1: int, partition: str, expected: int | None,
-                   cut: Any, *, epoch: int = 1) -> int:
-        cp = {"partition": partition, "cut": cut, "token": "t", "generation": 1, "scope": "q",
-              "epoch": epoch, "finality": "final"}
+    def checkpoint(
+        self,
+        p: str,
+        t0: int,
+        t1: int,
+        partition: str,
+        expected: int | None,
+        cut: Any,
+        *,
+        epoch: int = 1,
+    ) -> int:
+        cp = {
+            "partition": partition,
+            "cut": cut,
+            "token": "t",
+            "generation": 1,
+            "scope": "q",
+            "epoch": epoch,
+            "finality": "final",
+        }
         stored = {**cp, "generation": 1 if expected is None else expected + 1}
-        return self.add(p, "write_checkpoint", t0, t1, Status.OK,
-                        {"stream": "s", "expected_generation": expected, "checkpoint": cp},
-                        {"applied": True, "checkpoint": stored})
+        return self.add(
+            p,
+            "write_checkpoint",
+            t0,
+            t1,
+            Status.OK,
+            {"stream": "s", "expected_generation": expected, "checkpoint": cp},
+            {"applied": True, "checkpoint": stored},
+        )
 
     def outcome(self, p: str, t0: int, t1: int, event: str) -> int:
-        return self.add(p, "record_outcome", t0, t1, Status.OK,
-                        {"stream": "s", "event_id": event, "outcome": "ok"}, "ok")
+        return self.add(
+            p,
+            "record_outcome",
+            t0,
+            t1,
+            Status.OK,
+            {"stream": "s", "event_id": event, "outcome": "ok"},
+            "ok",
+        )
 
     def ingest_all(self, t: int = 0) -> None:
         """Outcomes for every event and final checkpoints through 1 on A and B, by time t+10."""
@@ -99,8 +164,17 @@ def test_a_legal_history_with_overlaps_and_indefinite_writes_is_clean() -> None:
     h.read("p2", 21, 31, initial)
     # p1's write is indefinite but took effect (seen later); p2 loses the race.
     h.write("p1", 40, 0, 0, 1, before(1), "p1-1", status=Status.INFO)
-    h.write("p2", 41, 60, 0, 1, through(1), "p2-1", applied=False,
-            current=h.rec(1, before(1), 1, "p1-1"))
+    h.write(
+        "p2",
+        41,
+        60,
+        0,
+        1,
+        through(1),
+        "p2-1",
+        applied=False,
+        current=h.rec(1, before(1), 1, "p1-1"),
+    )
     h.read("p2", 61, 70, h.rec(1, before(1), 1, "p1-1"))
     h.write("p2", 71, 80, 1, 1, through(1), "p2-2")
     # A read overlapping the write may see either version.
@@ -135,8 +209,7 @@ def test_two_writes_winning_one_revision() -> None:
 
 def test_conflict_reported_while_the_expected_revision_was_current() -> None:
     h = base()
-    h.write("p1", 40, 50, 0, 1, through(1), "p1-1", applied=False,
-            current=h.rec(1, None, 0, None))
+    h.write("p1", 40, 50, 0, 1, through(1), "p1-1", applied=False, current=h.rec(1, None, 0, None))
     assert "conflict_while_current" in kinds(h)
 
 
@@ -207,9 +280,21 @@ def test_attempt_claiming_success_without_proof(outcome: str) -> None:
     h.read("p1", 20, 30, h.rec(1, None, 0, None))
     h.write("p1", 40, 0, 0, 1, through(1), "p1-1", status=Status.INFO)
     # No acknowledged write and no reread: neither published nor confirmed is known.
-    h.add("p1", "attempt", 15, 60, Status.OK, {"stream": "s", "worker": "p1"},
-          {"outcome": outcome, "op_id": "p1-1", "epoch": 1, "cut": through(1),
-           "proposal": through(1)})
+    h.add(
+        "p1",
+        "attempt",
+        15,
+        60,
+        Status.OK,
+        {"stream": "s", "worker": "p1"},
+        {
+            "outcome": outcome,
+            "op_id": "p1-1",
+            "epoch": 1,
+            "cut": through(1),
+            "proposal": through(1),
+        },
+    )
     assert f"dishonest_{outcome}" in kinds(h)
 
 
@@ -218,7 +303,19 @@ def test_confirmed_after_an_authoritative_read_is_honest() -> None:
     h.read("p1", 20, 30, h.rec(1, None, 0, None))
     h.write("p1", 40, 0, 0, 1, through(1), "p1-1", status=Status.INFO)
     h.read("p1", 50, 55, h.rec(1, through(1), 1, "p1-1"))
-    h.add("p1", "attempt", 15, 60, Status.OK, {"stream": "s", "worker": "p1"},
-          {"outcome": "confirmed", "op_id": "p1-1", "epoch": 1, "cut": through(1),
-           "proposal": through(1)})
+    h.add(
+        "p1",
+        "attempt",
+        15,
+        60,
+        Status.OK,
+        {"stream": "s", "worker": "p1"},
+        {
+            "outcome": "confirmed",
+            "op_id": "p1-1",
+            "epoch": 1,
+            "cut": through(1),
+            "proposal": through(1),
+        },
+    )
     assert check_history(h.ops, CTX) == []

@@ -1,0 +1,266 @@
+"""Crashes: kill -9 of publisher and reader processes at random points (SQLite and
+PostgreSQL), and PostgreSQL itself stopped, killed -9 and restarted under load.
+
+After recovery the recorded history (a killed process's call in flight counts as
+indefinite) must show no anomaly: no publication or checkpoint regression, no
+stale read of a write acknowledged before the crash, no unsound claim; every
+event under the final frontier has its durable outcome, and progress resumed to
+the final cut. The fast forms run by default; ``--run-slow`` runs longer ones.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pg_server import RestartablePostgres, drop_schema, fresh_schema
+
+from fencepost.impl.open import open_store
+from fencepost.properties.history import Status, check_history, load_history
+from fencepost.properties.workload import (
+    Workload,
+    count_attempts,
+    publisher_process,
+    reader_process,
+)
+
+
+def pg_location(dsn: str, schema: str) -> str:
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}fencepost_schema={schema}"
+
+
+@dataclass
+class Report:
+    kills: int
+    attempts: int
+    counts: dict[str, int]
+    anomalies: int
+    definite: int  # store calls that failed definitely (server down, ...)
+    indefinite: int  # store calls cut short: lost reply or killed mid-call
+
+
+def run_with_kills(
+    workload: Workload,
+    folder: Path,
+    *,
+    publishers: int,
+    readers: int,
+    chaos_seconds: float,
+    kill_every: float,
+    seed: int,
+    pace: float,
+    events: dict[float, Callable[[], None]] | None = None,
+) -> Report:
+    """Run the workload while killing random workers (and running timed ``events``)."""
+    setup = open_store(workload.location)
+    setup.create_stream(workload.stream, workload.membership())
+    setup.close()
+    ctx = multiprocessing.get_context("forkserver")
+    rng = random.Random(seed)
+    incarnation: dict[str, int] = {}
+    live: dict[str, multiprocessing.process.BaseProcess] = {}
+
+    def spawn(slot: str) -> None:
+        n = incarnation.get(slot, 0) + 1
+        incarnation[slot] = n
+        worker = f"{slot}.{n}"  # fresh name per incarnation: op_ids stay unique
+        target: Callable[..., None]
+        args: tuple[object, ...]
+        if slot.startswith("pub"):
+            target = publisher_process
+            args = (workload, worker, str(folder), 120.0, 0.0, n, "monotone", 0, 0.02)
+        else:
+            target = reader_process
+            args = (workload, worker, str(folder), 120.0, 0.0, 1000 * n, 0.05, pace)
+        proc = ctx.Process(target=target, args=args)
+        proc.start()
+        live[slot] = proc
+
+    for i in range(publishers):
+        spawn(f"pub{i}")
+    for i in range(readers):
+        spawn(f"read{i}")
+    started = time.monotonic()
+    pending = dict(sorted((events or {}).items()))
+    kills = 0
+    while time.monotonic() - started < chaos_seconds:
+        time.sleep(kill_every * rng.uniform(0.3, 1.7))
+        for at in [t for t in pending if time.monotonic() - started >= t]:
+            pending.pop(at)()
+        running = [slot for slot, p in live.items() if p.is_alive()]
+        if not running:
+            break
+        slot = rng.choice(running)
+        pid = live[slot].pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        live[slot].join()
+        kills += 1
+        spawn(slot)
+    for action in pending.values():
+        action()
+    for proc in live.values():
+        proc.join(180)
+    assert all(p.exitcode == 0 for p in live.values()), {s: p.exitcode for s, p in live.items()}
+    ops = load_history(sorted(folder.glob("*.jsonl")))
+    anomalies = check_history(ops, workload.context())
+    counts = dict(sorted(count_attempts(ops).items()))
+    for anomaly in anomalies[:20]:
+        print("  ", anomaly)
+    definite = sum(1 for op in ops if op.status is Status.FAIL)
+    indefinite = sum(1 for op in ops if op.status is Status.INFO and op.kind != "attempt")
+    return Report(kills, sum(counts.values()), counts, len(anomalies), definite, indefinite)
+
+
+def assert_recovered(workload: Workload, report: Report, label: str) -> None:
+    print(
+        f"\n{label}: {report.kills} kill -9s, {report.attempts} attempts {report.counts}, "
+        f"{report.definite} definite / {report.indefinite} indefinite store failures, "
+        f"anomalies: {report.anomalies}"
+    )
+    assert report.anomalies == 0
+    assert report.kills >= 3
+    store = open_store(workload.location)
+    try:
+        record = store.read_publication(workload.stream)
+        # Progress resumed to the end, and no outcome was lost on the way.
+        assert record.cut == workload.final_cut
+        for partition in workload.names:
+            ids = [eid for eid, _ in workload.events(partition)]
+            stored = store.outcomes(workload.stream, ids)
+            assert set(stored) == set(ids), f"{partition}: outcomes lost"
+            checkpoint = store.read_checkpoint(workload.stream, workload.epoch, partition)
+            assert checkpoint is not None and checkpoint.cut == workload.final_cut
+    finally:
+        store.close()
+
+
+#: size -> (coordinates per partition, seconds of chaos, mean seconds between kills,
+#: readers' mean rest between passes): the work outlasts the chaos.
+SIZES = {"fast": (25, 5.0, 0.35, 0.3), "slow": (150, 60.0, 0.3, 0.8)}
+
+
+def _sqlite(tmp_path: Path, size: str) -> None:
+    coordinates, chaos, every, pace = SIZES[size]
+    workload = Workload(str(tmp_path / "crash.db"), coordinates=coordinates, seed=3)
+    folder = tmp_path / "history"
+    folder.mkdir()
+    report = run_with_kills(
+        workload,
+        folder,
+        publishers=4,
+        readers=3,
+        chaos_seconds=chaos,
+        kill_every=every,
+        seed=11,
+        pace=pace,
+    )
+    assert_recovered(workload, report, f"SQLite ({size})")
+
+
+def test_kill_9_workers_on_sqlite(tmp_path: Path) -> None:
+    _sqlite(tmp_path, "fast")
+
+
+@pytest.mark.slow
+def test_kill_9_workers_on_sqlite_long(tmp_path: Path) -> None:
+    _sqlite(tmp_path, "slow")
+
+
+def _postgres(pg_dsn: str, tmp_path: Path, size: str) -> None:
+    coordinates, chaos, every, pace = SIZES[size]
+    schema = fresh_schema(pg_dsn, "crash")
+    try:
+        workload = Workload(pg_location(pg_dsn, schema), coordinates=coordinates, seed=5)
+        folder = tmp_path / "history"
+        folder.mkdir()
+        report = run_with_kills(
+            workload,
+            folder,
+            publishers=4,
+            readers=3,
+            chaos_seconds=chaos,
+            kill_every=every,
+            seed=13,
+            pace=pace,
+        )
+        assert_recovered(workload, report, f"PostgreSQL ({size})")
+    finally:
+        drop_schema(pg_dsn, schema)
+
+
+@pytest.mark.postgres
+def test_kill_9_workers_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
+    _postgres(pg_dsn, tmp_path, "fast")
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_kill_9_workers_on_postgres_long(pg_dsn: str, tmp_path: Path) -> None:
+    _postgres(pg_dsn, tmp_path, "slow")
+
+
+@pytest.fixture
+def restartable() -> Iterator[RestartablePostgres]:
+    server = RestartablePostgres()
+    server.start()
+    yield server
+    server.destroy()
+
+
+def _restarts(server: RestartablePostgres, tmp_path: Path, size: str) -> None:
+    coordinates, chaos, every, pace = SIZES[size]
+    workload = Workload(pg_location(server.dsn, "restart"), coordinates=coordinates, seed=9)
+    folder = tmp_path / "history"
+    folder.mkdir()
+    restarts: list[str] = []
+
+    def clean_restart() -> None:
+        server.stop()
+        time.sleep(0.5)  # workers meet a dead server: definite and indefinite failures
+        server.start()
+        restarts.append("stop/start")
+
+    def crash_restart() -> None:
+        server.kill()  # kill -9 of the postmaster and backends: WAL crash recovery
+        time.sleep(0.5)
+        server.start()
+        restarts.append("kill -9/start")
+
+    report = run_with_kills(
+        workload,
+        folder,
+        publishers=4,
+        readers=3,
+        chaos_seconds=chaos,
+        kill_every=every * 2,
+        seed=17,
+        pace=pace,
+        events={chaos / 3: clean_restart, 2 * chaos / 3: crash_restart},
+    )
+    assert restarts == ["stop/start", "kill -9/start"]
+    assert report.definite + report.indefinite > 0, "the workers never felt the restarts"
+    assert_recovered(workload, report, f"PostgreSQL restarted under load ({size})")
+
+
+@pytest.mark.postgres
+def test_postgres_restart_and_crash_under_load(
+    restartable: RestartablePostgres, tmp_path: Path
+) -> None:
+    _restarts(restartable, tmp_path, "fast")
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_postgres_restart_and_crash_under_load_long(
+    restartable: RestartablePostgres, tmp_path: Path
+) -> None:
+    _restarts(restartable, tmp_path, "slow")
