@@ -1,1 +1,127 @@
-"""Package marker; see the package docstring of fencepost."""
+"""fencepost.harness: the JSON-lines conformance harness for any implementation.
+
+The SUT is a program speaking conformance-protocol.md over stdin/stdout; the
+harness starts one process per worker, plays the stores, the provider and the
+network, chooses every interleaving, and checks semantics.md section 7 and the
+protocol's rules after every step.
+
+The API other tools use (the scenario library runs scripted schedules with it):
+
+- :func:`run_schedule` (``fencepost.harness.runner``): run one schedule in one
+  world against fresh SUT workers; returns a :class:`RunResult`;
+- :class:`WorldSetup` and friends (``fencepost.harness.world``): the world as
+  plain data; the schedule steps (``fencepost.harness.schedule``);
+- SUT factories: :class:`SubprocessSut` (any command) and :class:`InProcessSut`
+  (fencepost's own implementation, or a catalog mutant, without a subprocess);
+- :func:`conform` (``fencepost.harness.conformance``): the whole search.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fencepost.harness.adapter import CORRECT, InProcessSut, Variant
+    from fencepost.harness.conformance import (
+        ConformOptions,
+        ConformReport,
+        Failure,
+        conform,
+        replay,
+    )
+    from fencepost.harness.rules import Rule, Violation
+    from fencepost.harness.runner import RunResult, StepRecord, TranscriptLine, run_schedule
+    from fencepost.harness.schedule import (
+        Action,
+        Advance,
+        Answer,
+        Finalize,
+        Ingest,
+        Inject,
+        Publish,
+        Reshard,
+    )
+    from fencepost.harness.transport import SubprocessSut, SutFactory
+    from fencepost.harness.world import (
+        ClaimStyle,
+        EpochSetup,
+        EventSpec,
+        PartitionSetup,
+        WorldSetup,
+    )
+
+#: public name -> the module that defines it. Imported on first use, so a SUT
+#: process that needs only the adapter does not pay for the search and reports.
+_HOMES: dict[str, str] = {
+    "CORRECT": "adapter",
+    "InProcessSut": "adapter",
+    "Variant": "adapter",
+    "ConformOptions": "conformance",
+    "ConformReport": "conformance",
+    "Failure": "conformance",
+    "conform": "conformance",
+    "replay": "conformance",
+    "Rule": "rules",
+    "Violation": "rules",
+    "RunResult": "runner",
+    "StepRecord": "runner",
+    "TranscriptLine": "runner",
+    "run_schedule": "runner",
+    "Action": "schedule",
+    "Advance": "schedule",
+    "Answer": "schedule",
+    "Finalize": "schedule",
+    "Ingest": "schedule",
+    "Inject": "schedule",
+    "Publish": "schedule",
+    "Reshard": "schedule",
+    "SubprocessSut": "transport",
+    "SutFactory": "transport",
+    "ClaimStyle": "world",
+    "EpochSetup": "world",
+    "EventSpec": "world",
+    "PartitionSetup": "world",
+    "WorldSetup": "world",
+}
+
+__all__ = [
+    "CORRECT",
+    "Action",
+    "Advance",
+    "Answer",
+    "ClaimStyle",
+    "ConformOptions",
+    "ConformReport",
+    "EpochSetup",
+    "EventSpec",
+    "Failure",
+    "Finalize",
+    "InProcessSut",
+    "Ingest",
+    "Inject",
+    "PartitionSetup",
+    "Publish",
+    "Reshard",
+    "Rule",
+    "RunResult",
+    "StepRecord",
+    "SubprocessSut",
+    "SutFactory",
+    "TranscriptLine",
+    "Variant",
+    "Violation",
+    "WorldSetup",
+    "conform",
+    "replay",
+    "run_schedule",
+]
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'fencepost.harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fencepost.harness.{home}"), name)
+    globals()[name] = value
+    return value

@@ -25,15 +25,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from fencepost.harness.protocol import (
     MAX_LINE_BYTES,
     PROTOCOL_VERSION,
     CompareRequest,
+    HarnessRequest,
     Hello,
     IngestRequest,
     JSONObject,
+    LineIO,
     MergeRequest,
     MessageError,
     PublishRequest,
@@ -50,7 +52,6 @@ from fencepost.harness.protocol import (
     parse_reply,
     request_id_of,
 )
-from fencepost.harness.transport import Channel, LineIO, ThreadChannel
 from fencepost.impl.codec import cut_to_json
 from fencepost.impl.cuts import NOTHING, Cut, compare_cuts
 from fencepost.impl.errors import InvalidValue
@@ -71,6 +72,9 @@ from fencepost.impl.stores import (
     PublicationWrite,
     StoreError,
 )
+
+if TYPE_CHECKING:
+    from fencepost.harness.transport import Channel
 
 #: The stream name the partition reader is given: the checkpointer level's calls
 #: name no stream (one ingest request is about one partition of one epoch).
@@ -277,9 +281,7 @@ class WireProvider:
         self.order = order
 
     def fetch_page(self, partition: str, token: str | None) -> Page:
-        reply = self.caller.call(
-            "fetch_page", {"partition": partition, "token": token}, self.order
-        )
+        reply = self.caller.call("fetch_page", {"partition": partition, "token": token}, self.order)
         if isinstance(reply, ReplyTimeout):
             raise ProviderTimeout(f"fetch_page({partition!r}, {token!r}): response lost")
         assert isinstance(reply, ReplyOk) and isinstance(reply.value, Page)
@@ -392,7 +394,7 @@ class SutSession:
             except (InvalidValue, StoreError, ValueError) as exc:
                 self._error(request_id_of(msg), f"{type(exc).__name__}: {exc}")
 
-    def _answer(self, request: object) -> None:
+    def _answer(self, request: HarnessRequest) -> None:
         if isinstance(request, Hello):
             if request.protocol != PROTOCOL_VERSION:
                 self._error(None, f"protocol {request.protocol} is not supported; this is 1")
@@ -504,6 +506,8 @@ class InProcessSut:
         return f"in-process {self.variant.name}"
 
     def start(self, worker: str) -> Channel:
+        from fencepost.harness.transport import ThreadChannel
+
         variant = self.variant
         return ThreadChannel(lambda io: SutSession(io, variant).serve(), worker)
 

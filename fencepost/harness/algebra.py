@@ -101,7 +101,10 @@ def describe_case(case: AlgebraCase) -> str:
         f"{c.partition} {c.cut} epoch {c.epoch} scope {c.scope} {c.finality.value}"
         for c in case.checkpoints
     )
-    return f"merge for epoch {m.epoch} scope {m.scope} members [{members}] checkpoints [{cps or 'none'}]"
+    return (
+        f"merge for epoch {m.epoch} scope {m.scope} members [{members}] "
+        f"checkpoints [{cps or 'none'}]"
+    )
 
 
 def expected(case: AlgebraCase) -> int | Cut | Withheld:
@@ -255,14 +258,17 @@ class AlgebraResult:
         return not self.violations
 
 
-def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | None | str:
+def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | str | None:
     """None when right, a (rule, message) when wrong, ``"equivalent"`` for an equal
     claim in another representation."""
     want = expected(case)
     if isinstance(case, CompareCase):
         assert isinstance(want, int)
         if not isinstance(reply, CompareOk):
-            return (Rule.CALL_PAIRING, f"merge_ok answers a compare request ({describe_case(case)})")
+            return (
+                Rule.CALL_PAIRING,
+                f"merge_ok answers a compare request ({describe_case(case)})",
+            )
         if reply.result != want:
             return (
                 Rule.ALGEBRA_COMPARE,
@@ -273,12 +279,13 @@ def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | N
         return (Rule.CALL_PAIRING, f"compare_ok answers a merge request ({describe_case(case)})")
     if isinstance(want, Withheld):
         if reply.withheld != want.reason.value:
-            got = f"withheld {reply.withheld}" if reply.withheld else f"frontier {reply.frontier}"
+            said = f"withheld {reply.withheld}" if reply.withheld else f"frontier {reply.frontier}"
             return (
                 Rule.ALGEBRA_MERGE,
-                f"{describe_case(case)}: expected withheld {want.reason.value}, got {got}",
+                f"{describe_case(case)}: expected withheld {want.reason.value}, got {said}",
             )
         return None
+    assert isinstance(want, Cut)
     if reply.frontier is None:
         return (
             Rule.ALGEBRA_MERGE,
@@ -355,7 +362,9 @@ class _Session:
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:
-            raise SutFailure(Rule.ERROR_HANDLING, f"{what} was answered with {exc}", "alg") from None
+            raise SutFailure(
+                Rule.ERROR_HANDLING, f"{what} was answered with {exc}", "alg"
+            ) from None
         if not isinstance(msg, ErrorReply) or msg.id != request_id:
             raise SutFailure(
                 Rule.ERROR_HANDLING,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from fencepost.harness.protocol import IngestOk, PublishOk
 from fencepost.harness.rules import Rule
-from fencepost.harness.world import World, in_downset
+from fencepost.harness.world import World
 from fencepost.impl.cuts import Cut, Endpoint, compare_cuts, same_claim
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.merge import Withheld, WithheldReason, merge
@@ -117,9 +117,10 @@ def judge_state(world: World) -> list[Finding]:
     problems: list[str] = []
     for partition in sorted(membership.partitions):
         truth = world.truth[(record.epoch, partition)]
-        for index, event in enumerate(truth.log):
-            if not in_downset(world.order, record.cut, event.at):
-                continue
+        covered = truth.covered(record.cut)
+        if covered <= min(truth.final, truth.recorded(world.outcomes)):
+            continue
+        for index, event in enumerate(truth.log[:covered]):
             if index >= truth.final:
                 problems.append(f"event {event.id} at {event.at!r} of {partition} is not final")
             elif event.id not in world.outcomes:
@@ -132,8 +133,7 @@ def judge_state(world: World) -> list[Finding]:
     return [
         (
             Rule.SOUNDNESS,
-            f"the record {show(record.epoch, record.cut)} covers "
-            f"{'; '.join(problems[:3])}{more}",
+            f"the record {show(record.epoch, record.cut)} covers {'; '.join(problems[:3])}{more}",
         )
     ]
 
@@ -176,10 +176,10 @@ def judge_publication_write(
                 short.append(f"{partition} certified nothing valid in epoch {new.epoch}")
             elif compare_cuts(order, best, new.cut) < 0:
                 short.append(f"{partition} certified at most {best}")
-                if (
-                    new.cut.endpoint is Endpoint.THROUGH
-                    and best.endpoint is Endpoint.BEFORE
-                    and best.at == new.cut.at
+                if new.cut.endpoint is Endpoint.THROUGH and same_claim(
+                    order,
+                    best,
+                    Cut.before(new.cut.at),  # type: ignore[arg-type]
                 ):
                     relabel = True
         if short:
@@ -396,9 +396,9 @@ def _judge_confirmed(order: Order, log: AttemptLog, reply: PublishOk) -> list[Fi
                 and compare_cuts(order, reply.cut, record.cut) <= 0
             ):
                 return []
-    later = [
-        show(r.epoch, r.cut) for seq, r in log.reads if any(seq > w.seq for w in lost)
-    ] or ["none"]
+    later = [show(r.epoch, r.cut) for seq, r in log.reads if any(seq > w.seq for w in lost)] or [
+        "none"
+    ]
     return [
         (
             Rule.LOST_RESPONSE_HONESTY,

@@ -59,11 +59,15 @@ class Relabel(Misreading):
     def frontier(
         self, membership: Membership, checkpoints: Sequence[Checkpoint], result: Cut | Withheld
     ) -> Cut | Withheld:
-        if isinstance(result, Cut) and result.endpoint is Endpoint.BEFORE:
-            if any(
+        if (
+            isinstance(result, Cut)
+            and result.at is not None
+            and result.endpoint is Endpoint.BEFORE
+            and any(
                 c.cut.endpoint is Endpoint.THROUGH and c.cut.at == result.at for c in checkpoints
-            ):
-                return Cut.through(result.at)  # type: ignore[arg-type]
+            )
+        ):
+            return Cut.through(result.at)
         return result
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fencepost.impl.codec import (
     checkpoint_from_json,
@@ -74,6 +74,16 @@ T = TypeVar("T")
 #: A request id or call id as it travels on the wire (echoed back exactly).
 WireId = int | str
 JSONObject = dict[str, Any]
+
+
+class LineIO(Protocol):
+    """The SUT side of a connection: read the harness's lines, write the SUT's."""
+
+    def read_line(self) -> str | None:
+        """The next line without its newline; None at end of input."""
+        ...
+
+    def write_line(self, line: str) -> None: ...
 
 
 class MessageError(ValueError):
@@ -492,7 +502,13 @@ def merge_message(
 
 
 def publish_message(request_id: int, worker: str, stream: str, policy: str) -> JSONObject:
-    return {"type": "publish", "id": request_id, "worker": worker, "stream": stream, "policy": policy}
+    return {
+        "type": "publish",
+        "id": request_id,
+        "worker": worker,
+        "stream": stream,
+        "policy": policy,
+    }
 
 
 def ingest_message(
@@ -692,7 +708,7 @@ def parse_page(data: object, field: str, order: Order | None) -> Page:
                 raise MessageError(exc.field, exc.problem) from None
         elif type(at) not in (int, str):
             raise MessageError(f"{where}.at", "a position is an integer or a string")
-        events.append(Event(_str(raw["id"], f"{where}.id"), at))  # type: ignore[arg-type]
+        events.append(Event(_str(raw["id"], f"{where}.id"), at))
     claim_raw = data["claim"]
     claim: Claim | None = None
     if claim_raw is not None:
@@ -742,9 +758,7 @@ def parse_reply(msg: JSONObject, call_id: WireId, op: str, order: Order | None =
         if not isinstance(raw_list, list):
             raise MessageError(f"{where}.checkpoints", "a list of checkpoints is required")
         return ReplyOk(
-            tuple(
-                parse_checkpoint(c, f"{where}.checkpoints[{i}]") for i, c in enumerate(raw_list)
-            )
+            tuple(parse_checkpoint(c, f"{where}.checkpoints[{i}]") for i, c in enumerate(raw_list))
         )
     if op in ("read_checkpoint", "write_checkpoint"):
         _fields(msg, where, ("type", "call_id", "ok", "checkpoint"))

@@ -250,7 +250,9 @@ class Run:
                 try:
                     msg = parse_sut_message(line)
                 except MessageError as exc:
-                    raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", worker.name)
+                    raise SutFailure(
+                        Rule.HANDSHAKE, f"hello answered with {exc}", worker.name
+                    ) from None
                 if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
                     raise SutFailure(
                         Rule.HANDSHAKE,
@@ -273,7 +275,9 @@ class Run:
 
     # --- what may happen next -----------------------------------------------------------
 
-    def enabled(self, fault_budget: int | None = None, inject_budget: int | None = None) -> list[Action]:
+    def enabled(
+        self, fault_budget: int | None = None, inject_budget: int | None = None
+    ) -> list[Action]:
         """Every step possible now, in a fixed order (answers, starts, environment).
 
         ``fault_budget`` leaves out lost responses for a request that already had
@@ -357,8 +361,7 @@ class Run:
             self._fail(failure)
             says = f"{describe(action)}: {failure.rule.value}: {failure.message}"
         self._steps.append(StepRecord(self.step, action, says, drain))
-        if not self.stopped:
-            self._violate(judge_state(self.world))
+        self._violate(judge_state(self.world), getattr(action, "worker", None))
         return True
 
     def drain(self) -> None:
@@ -512,7 +515,9 @@ class Run:
             )
         payload = call.payload
         if (
-            isinstance(payload, ReadPublication | ReadMembership | ReadCheckpoints | WritePublication)
+            isinstance(
+                payload, ReadPublication | ReadMembership | ReadCheckpoints | WritePublication
+            )
             and payload.stream != self.setup.stream
         ):
             raise SutFailure(
@@ -552,15 +557,15 @@ class Run:
         if mode in LOSSES:
             request.losses += 1
         payload = call.payload
-        if isinstance(payload, ReadPublication | ReadMembership | ReadCheckpoints | WritePublication):
+        if isinstance(
+            payload, ReadPublication | ReadMembership | ReadCheckpoints | WritePublication
+        ):
             said = self._answer_publisher(worker, request, call, mode)
         else:
             said = self._answer_checkpointer(worker, request, call, mode)
         return f"{worker.name}: {said}; {self._await(worker)}"
 
-    def _answer_publisher(
-        self, worker: _Worker, request: _Request, call: Call, mode: str
-    ) -> str:
+    def _answer_publisher(self, worker: _Worker, request: _Request, call: Call, mode: str) -> str:
         log = request.attempt
         assert log is not None
         world = self.world
@@ -575,11 +580,16 @@ class Run:
         if isinstance(payload, ReadPublication):
             log.read(world.record)
             self._reply(worker, reply_ok(call.call_id, record=record_json(world.record)))
-            return f"read_publication answered {show(world.record.epoch, world.record.cut)} rev {world.record.revision}"
+            record = world.record
+            return (
+                f"read_publication answered {show(record.epoch, record.cut)} rev {record.revision}"
+            )
         if isinstance(payload, ReadMembership):
             log.tick()
             log.membership = world.membership
-            self._reply(worker, reply_ok(call.call_id, membership=membership_json(world.membership)))
+            self._reply(
+                worker, reply_ok(call.call_id, membership=membership_json(world.membership))
+            )
             return f"read_membership answered epoch {world.epoch}"
         assert isinstance(payload, ReadCheckpoints)
         log.tick()
@@ -632,7 +642,10 @@ class Run:
         if mode != "ok":
             self._reply(worker, reply_timeout(call.call_id))
             done = "applied" if applied else "not applied"
-            return f"write_publication {proposal} at rev {payload.expected_revision}: {done}, response lost"
+            return (
+                f"write_publication {proposal} at rev {payload.expected_revision}: "
+                f"{done}, response lost"
+            )
         if applied:
             log.shown.append(world.record)
             self._reply(worker, reply_ok(call.call_id, record=record_json(world.record)))
@@ -734,15 +747,21 @@ class Run:
         if mode != "ok":
             self._reply(worker, reply_timeout(call.call_id))
             done = "applied" if applied else "not applied"
-            return f"write_checkpoint {checkpoint.cut} (expected gen {expected}): {done}, response lost"
+            return f"write_checkpoint {checkpoint.cut} (expected gen {expected}): {done}, lost"
         if applied:
             now = world.stored(*key)
             self._reply(worker, reply_ok(call.call_id, checkpoint=checkpoint_json(now)))
             assert now is not None
-            return f"write_checkpoint {checkpoint.cut} (expected gen {expected}) applied as gen {now.generation}"
+            return (
+                f"write_checkpoint {checkpoint.cut} (expected gen {expected}) applied "
+                f"as gen {now.generation}"
+            )
         self._reply(worker, reply_conflict(call.call_id, checkpoint=checkpoint_json(current)))
         held = "none" if current is None else f"{current.cut} gen {current.generation}"
-        return f"write_checkpoint {checkpoint.cut} (expected gen {expected}) conflicts (stored: {held})"
+        return (
+            f"write_checkpoint {checkpoint.cut} (expected gen {expected}) conflicts "
+            f"(stored: {held})"
+        )
 
     # --- ends of requests ----------------------------------------------------------------
 
@@ -807,9 +826,7 @@ class Run:
             transcript=tuple(self._lines),
             messages=self.messages,
             record=self.world.record,
-            checkpoints=tuple(
-                s.checkpoint for _, s in sorted(self.world.checkpoints.items())
-            ),
+            checkpoints=tuple(s.checkpoint for _, s in sorted(self.world.checkpoints.items())),
             stderr=dict(self._stderr),
         )
         return self._finished

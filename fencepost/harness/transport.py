@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import IO, Protocol
 
-from fencepost.harness.protocol import MAX_LINE_BYTES
+from fencepost.harness.protocol import MAX_LINE_BYTES, LineIO
 from fencepost.harness.rules import Rule, SutFailure
 
 _READ_CHUNK = 1 << 16
@@ -152,22 +152,21 @@ class SubprocessChannel:
         data = memoryview((line + "\n").encode("utf-8"))
         deadline = time.monotonic() + timeout
         while data:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SutFailure(
-                    Rule.SUT_HANG,
-                    f"the SUT did not read its input for {timeout:g}s",
-                    self._worker,
-                )
             try:
-                _, writable, _ = select.select([], [self._in], [], remaining)
-                if not writable:
-                    continue
                 written = os.write(self._in, data)
             except BlockingIOError:
+                # The pipe is full: the SUT is not reading. Wait, within the limit.
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SutFailure(
+                        Rule.SUT_HANG,
+                        f"the SUT did not read its input for {timeout:g}s",
+                        self._worker,
+                    ) from None
+                select.select([], [self._in], [], remaining)
                 continue
-            except (BrokenPipeError, OSError) as exc:
-                if isinstance(exc, OSError) and exc.errno not in (errno.EPIPE, errno.EBADF):
+            except OSError as exc:
+                if exc.errno not in (errno.EPIPE, errno.EBADF):
                     raise
                 raise self._exited("the harness was writing to it") from None
             data = data[written:]
@@ -194,7 +193,9 @@ class SubprocessChannel:
             if line is not None:
                 return line
             if self._eof:
-                tail = f" (unterminated output {bytes(self._buffer[:60])!r})" if self._buffer else ""
+                tail = (
+                    f" (unterminated output {bytes(self._buffer[:60])!r})" if self._buffer else ""
+                )
                 raise self._exited(f"an answer was due{tail}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -248,8 +249,11 @@ class SubprocessChannel:
             return ""
 
 
-def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
-    stderr = tempfile.TemporaryFile()
+def _spawn(
+    argv: Sequence[str], env: dict[str, str] | None
+) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    # The stderr file lives as long as the process; its channel closes it.
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -327,16 +331,6 @@ class SubprocessSut:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class LineIO(Protocol):
-    """The SUT side of a channel: read the harness's lines, write the SUT's."""
-
-    def read_line(self) -> str | None:
-        """The next line without its newline; None at end of input."""
-        ...
-
-    def write_line(self, line: str) -> None: ...
 
 
 _EOF = object()

@@ -199,8 +199,8 @@ class WorldSetup:
         return WorldSetup(
             order=order,
             epochs=tuple(epochs),
-            publishers=tuple(_list(obj.get("publishers", []), f"{where}.publishers")),
-            readers=tuple(_list(obj.get("readers", []), f"{where}.readers")),
+            publishers=_names(obj.get("publishers", []), f"{where}.publishers"),
+            readers=_names(obj.get("readers", []), f"{where}.readers"),
             policy=obj.get("policy", "monotone"),  # type: ignore[arg-type]
             page_size=obj.get("page_size", 2),  # type: ignore[arg-type]
             stream=obj.get("stream", "s"),  # type: ignore[arg-type]
@@ -219,6 +219,10 @@ def _list(data: object, where: str) -> list[object]:
     if not isinstance(data, list):
         raise SetupError(f"{where}: a list is required")
     return data
+
+
+def _names(data: object, where: str) -> tuple[str, ...]:
+    return tuple(_name(v, f"{where}[{i}]") for i, v in enumerate(_list(data, where)))
 
 
 def _known(obj: Mapping[str, object], allowed: set[str], where: str) -> None:
@@ -265,6 +269,9 @@ def _validate(setup: WorldSetup) -> None:
             if name in seen:
                 raise SetupError(f"{pw}.name: partition {name!r} appears twice")
             seen.add(name)
+            ids = [ev.id for ev in part.events]
+            if len(set(ids)) != len(ids):
+                raise SetupError(f"{pw}.events: an event id appears twice in one partition")
             for k, ev in enumerate(part.events):
                 _name(ev.id, f"{pw}.events[{k}].id")
                 try:
@@ -277,9 +284,6 @@ def _validate(setup: WorldSetup) -> None:
                         f"{pw}.events[{k}]: event {ev.id!r} is at {known!r} in another partition "
                         "or epoch; an event keeps its position (use a new id)"
                     )
-            ids = [ev.id for ev in part.events]
-            if len(set(ids)) != len(ids):
-                raise SetupError(f"{pw}.events: an event id appears twice")
             if part.final is not None and (
                 type(part.final) is not int or not 0 <= part.final <= len(part.events)
             ):
@@ -313,6 +317,28 @@ class PartitionTruth:
             sorted(setup.events, key=lambda ev: (_sort_key(ev.at), ev.id))
         )
         self.final = len(self.log) if setup.final is None else setup.final
+        self._recorded = 0
+
+    def covered(self, cut: Cut) -> int:
+        """How many events (a prefix of the log) have their position in ``D(cut)``."""
+        low, high = 0, len(self.log)
+        while low < high:
+            middle = (low + high) // 2
+            if in_downset(self.order, cut, self.log[middle].at):
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def recorded(self, outcomes: Mapping[str, str]) -> int:
+        """The length of the longest prefix of the log whose events all have an outcome.
+
+        Outcomes are never removed, so the prefix only grows: the scan resumes
+        where it stopped last time.
+        """
+        while self._recorded < len(self.log) and self.log[self._recorded].id in outcomes:
+            self._recorded += 1
+        return self._recorded
 
     def cover(self, j: int) -> Cut:
         """The claim covering exactly ``log[:j]`` (``complete`` once ``j`` reaches the end)."""

@@ -1,0 +1,263 @@
+"""``fencepost conform``: test any implementation through the JSON-lines protocol.
+
+Exit status: 0 conformant, 1 not conformant (a property or protocol rule
+broken, or none of the requested levels implemented), 2 usage error.
+Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from fencepost.harness.protocol import LEVELS
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from fencepost.harness.conformance import ConformOptions, ConformReport
+    from fencepost.harness.transport import SubprocessSut
+
+
+def _levels(value: str) -> frozenset[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in LEVELS]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown level(s) {', '.join(unknown) or '(none given)'}; choose from "
+            f"{', '.join(LEVELS)}, comma-separated",
+            param_hint="--levels",
+        )
+    return frozenset(names)
+
+
+@click.command(name="conform", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--levels",
+    default=",".join(LEVELS),
+    show_default=True,
+    help="Comma-separated protocol levels to test (those the SUT declares).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the search.")
+@click.option(
+    "--schedules",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Random schedules to run after the exhaustive ones.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 8),
+    default=2,
+    show_default=True,
+    help="Most workers (SUT processes) per role in random worlds.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds the SUT gets to answer each message.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(0, 3),
+    default=1,
+    show_default=True,
+    help="Exhaustive search: steps inserted into each scripted base schedule.",
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write summary, failure reports, transcripts and regression files to this folder.",
+)
+@click.option("--replay", type=int, default=None, help="Run only the case with this seed.")
+@click.option(
+    "--replay-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Run the steps of a saved regression file (no search).",
+)
+@click.option(
+    "--save",
+    type=click.Path(path_type=Path),
+    help="Save a failure as a replayable regression file (a folder gets <rule>-<seed>-bad.jsonl).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def command(
+    levels: str,
+    seed: int,
+    schedules: int,
+    workers: int,
+    timeout: float,
+    depth: int,
+    junit: Path | None,
+    report_dir: Path | None,
+    replay: int | None,
+    replay_file: Path | None,
+    save: Path | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Test the implementation started by COMMAND against the conformance protocol.
+
+    The harness starts COMMAND once per worker, plays the stores, the provider
+    and the network, and checks every property after every step. A failure is
+    shrunk to the shortest schedule found and reported with its transcript and
+    the seed that replays it.
+
+    Example: fencepost conform -- fencepost sut
+    """
+    from fencepost.harness.conformance import ConformOptions, conform
+    from fencepost.harness.conformance import replay as replay_seed
+    from fencepost.harness.transport import SubprocessSut
+
+    if not command:
+        raise click.UsageError(
+            "give the SUT command after --, e.g. fencepost conform -- fencepost sut"
+        )
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise click.BadParameter("a positive number of seconds", param_hint="--timeout")
+    if replay is not None and replay_file is not None:
+        raise click.UsageError("--replay and --replay-file exclude each other")
+    options = ConformOptions(
+        levels=_levels(levels),
+        seed=seed,
+        schedules=schedules,
+        workers=workers,
+        timeout=timeout,
+        depth=depth,
+    )
+    shown = shlex.join(command)
+    factory = SubprocessSut(command, prefetch=min(4, 2 * workers))
+    try:
+        if replay_file is not None:
+            report = _replay_file(factory, replay_file, options)
+        elif replay is not None:
+            report = replay_seed(factory, replay, options)
+        else:
+            with _Progress() as progress:
+                report = conform(factory, options, progress.update)
+    finally:
+        factory.close()
+    _emit(report, shown, as_json, junit, report_dir, save)
+    sys.exit(0 if report.ok else 1)
+
+
+def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) -> ConformReport:
+    """Run a saved regression file once against the SUT (no search, no shrinking)."""
+    from fencepost.harness.conformance import (
+        ConformReport,
+        Phase,
+        failure_from_run,
+        handshake,
+    )
+    from fencepost.harness.report import RegressionError, load_regression, replay_regression
+    from fencepost.harness.runner import RunResult
+
+    try:
+        regression = load_regression(path)
+    except RegressionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--replay-file") from None
+    name, declared, failure = handshake(factory, options.timeout)
+    messages = 0
+    if failure is None:
+        outcome = replay_regression(factory, regression, timeout=options.timeout)
+        if isinstance(outcome, RunResult):
+            messages = outcome.messages
+            if not outcome.ok:
+                failure = failure_from_run(
+                    regression.seed, "regression", outcome, len(outcome.executed), 0
+                )
+        else:
+            failure = outcome
+    phase = Phase(f"replay of {path.name}", 1, messages, 0.0, failure is not None)
+    return ConformReport(
+        sut=factory.description,
+        sut_name=name,
+        declared=declared,
+        tested=declared,
+        phases=(phase,),
+        failures=() if failure is None else (failure,),
+        equivalent_representations=0,
+        seconds=0.0,
+    )
+
+
+def _emit(
+    report: ConformReport,
+    shown: str,
+    as_json: bool,
+    junit: Path | None,
+    report_dir: Path | None,
+    save: Path | None,
+) -> None:
+    from fencepost.harness.report import (
+        render_summary,
+        report_json,
+        save_regression,
+        write_junit,
+        write_report_dir,
+    )
+
+    if as_json:
+        click.echo(json.dumps(report_json(report), indent=2))
+    else:
+        click.echo(render_summary(report, shown))
+    try:
+        if junit is not None:
+            write_junit(junit, report, shown)
+        if report_dir is not None:
+            write_report_dir(report_dir, report, shown)
+        if save is not None and report.failures:
+            saved = save_regression(save, report.failures[0], report.sut)
+            click.echo(f"saved regression file: {saved}", err=True)
+    except OSError as exc:
+        raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
+
+
+class _Progress:
+    """Live progress on stderr (rich), one bar per phase."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> _Progress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def update(self, phase: str, done: int, total: int | None) -> None:
+        task = self._tasks.get(phase)
+        if task is None:
+            task = self._progress.add_task(phase, total=total)
+            self._tasks[phase] = task
+        self._progress.update(task, completed=done, total=total)

@@ -1,0 +1,28 @@
+"""``python -m fencepost.harness.mutant_sut NAME``: run one catalog mutant as a SUT.
+
+The same as ``fencepost sut --mutant NAME``, without the command-line layer
+(for harnesses that want the shortest start-up). Exit status 2 for an unknown
+name, with the catalog listed on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from fencepost.harness.adapter import serve_stdio
+from fencepost.harness.mutants import CATALOG
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in CATALOG:
+        print(
+            f"usage: python -m fencepost.harness.mutant_sut NAME\nknown mutants: "
+            f"{', '.join(sorted(CATALOG))}",
+            file=sys.stderr,
+        )
+        return 2
+    return serve_stdio(CATALOG[argv[0]].variant)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

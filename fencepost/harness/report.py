@@ -1,0 +1,373 @@
+"""Rendering a conformance report: text, JSON, JUnit XML, report folders, regression files.
+
+A **regression file** is a failing run saved for replay (``fencepost conform
+--save FILE``, replayed with ``--replay-file FILE``). It is JSON Lines, one
+object per line, named after its verdict (``...-bad.jsonl``):
+
+- line 1, the header: ``{"fencepost_regression": 1, "verdict": "bad", "rule": ...,
+  "message": ..., "seed": ..., "family": ..., "sut": ..., "world": <world setup> | null,
+  "case": <compare/merge request> | null}``;
+- then one line per step of the shortest schedule found:
+  ``{"step": 1, "action": {"do": "publish", "worker": "w1"}, "says": "..."}``
+  (``says`` is what happened when it was found; it is not read back).
+
+An algebra failure stores its one case (``case``, the request's wire form)
+and no steps. Replaying runs exactly the stored steps (no search, no shrink).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fencepost.harness.algebra import (
+    AlgebraCase,
+    case_from_message,
+    case_message,
+    describe_case,
+    run_algebra,
+)
+from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
+from fencepost.harness.protocol import MessageError
+from fencepost.harness.rules import Violation
+from fencepost.harness.runner import RunResult, TranscriptLine, run_schedule
+from fencepost.harness.schedule import Action, ScheduleError, action_from_json, action_to_json
+from fencepost.harness.transport import SutFactory
+from fencepost.harness.world import SetupError, WorldSetup
+
+REGRESSION_VERSION = 1
+
+
+def replay_hint(failure: Failure, command: str) -> str:
+    if failure.seed is None:
+        return f"fencepost conform -- {command}"
+    return f"fencepost conform --replay {failure.seed} -- {command}"
+
+
+def render_failure(failure: Failure, command: str, *, transcript: bool = True) -> str:
+    """A failure in words: the rule, the shortest schedule, the transcript, the seed."""
+    v = failure.violation
+    kind = "semantics.md section 7 property" if v.rule.is_property else "protocol rule"
+    out = [
+        f"FAILURE: {v.rule.value} ({kind})",
+        f"  meaning: {v.rule.meaning}",
+        f"  what happened: {v}",
+    ]
+    if failure.seed is not None:
+        out.append(f"  seed: {failure.seed} ({describe_seed(failure.seed)})")
+        out.append(f"  replay: {replay_hint(failure, command)}")
+    if failure.case is not None:
+        out.append(f"  failing case ({failure.original_steps} case(s) run before shrinking):")
+        out.append(f"    {describe_case(failure.case)}")
+    if failure.steps:
+        shown = [s for s in failure.steps]
+        out.append(
+            f"  shortest schedule found: {len(failure.actions)} step(s) "
+            f"(from {failure.original_steps}; {failure.shrink_runs} shrink run(s)), "
+            "then the harness answered the remaining calls normally:"
+        )
+        for step in shown:
+            marker = "  drain" if step.drain else f"{step.index:>5}."
+            out.append(f"  {marker} {step.says}")
+    for worker, tail in sorted(failure.stderr.items()):
+        if tail.strip():
+            out.append(f"  SUT stderr ({worker}), last lines:")
+            out.extend(f"    | {line}" for line in tail.strip().splitlines()[-15:])
+    if transcript and failure.transcript:
+        out.append(f"  transcript ({len(failure.transcript)} lines; -> to SUT, <- from SUT):")
+        out.extend(f"    {line}" for line in failure.transcript)
+    return "\n".join(out)
+
+
+def render_summary(report: ConformReport, command: str) -> str:
+    """The plain-text summary ``fencepost conform`` prints on stdout."""
+    verdict = "CONFORMANT" if report.ok else "NOT CONFORMANT"
+    rate = report.messages / report.seconds if report.seconds > 0 else 0.0
+    out = [
+        f"fencepost conform: {verdict}",
+        f"  SUT: {report.sut} (says it is {report.sut_name or '?'}; levels "
+        f"{', '.join(report.declared) or 'none'})",
+        f"  levels tested: {', '.join(report.tested) or 'none'}",
+    ]
+    for phase in report.phases:
+        mark = "FAIL" if phase.failed else "ok"
+        shrinking = " (shrinking included)" if phase.failed else ""
+        out.append(
+            f"  {mark:>4}  {phase.name}: {phase.runs} run(s), {phase.messages} messages, "
+            f"{phase.seconds:.1f}s{shrinking}"
+        )
+    out.append(
+        f"  total: {report.runs} run(s), {report.messages} messages in {report.seconds:.1f}s "
+        f"({rate:,.0f} messages/s)"
+    )
+    if report.equivalent_representations:
+        out.append(
+            f"  note: {report.equivalent_representations} merge frontier(s) came back in another "
+            "representation of the same claim (accepted: equivalent cuts are equal claims)"
+        )
+    if report.problem:
+        out.append(f"  problem: {report.problem}")
+    for failure in report.failures:
+        out.append("")
+        out.append(render_failure(failure, command))
+    return "\n".join(out)
+
+
+def _violation_json(v: Violation) -> dict[str, object]:
+    return {"rule": v.rule.value, "message": v.message, "step": v.step, "worker": v.worker}
+
+
+def failure_json(failure: Failure) -> dict[str, object]:
+    return {
+        "seed": failure.seed,
+        "family": failure.family,
+        "kind": failure.kind,
+        "violation": _violation_json(failure.violation),
+        "schedule": [
+            {"step": s.index, "drain": s.drain, "action": action_to_json(s.action), "says": s.says}
+            for s in failure.steps
+        ],
+        "original_steps": failure.original_steps,
+        "shrink_runs": failure.shrink_runs,
+        "case": None if failure.case is None else case_message(failure.case, 1),
+        "transcript": [line.to_json() for line in failure.transcript],
+        "stderr": failure.stderr,
+    }
+
+
+def report_json(report: ConformReport) -> dict[str, object]:
+    return {
+        "conformant": report.ok,
+        "sut": report.sut,
+        "sut_name": report.sut_name,
+        "declared": list(report.declared),
+        "tested": list(report.tested),
+        "phases": [
+            {
+                "name": p.name,
+                "runs": p.runs,
+                "messages": p.messages,
+                "seconds": round(p.seconds, 3),
+                "failed": p.failed,
+            }
+            for p in report.phases
+        ],
+        "messages": report.messages,
+        "seconds": round(report.seconds, 3),
+        "equivalent_representations": report.equivalent_representations,
+        "problem": report.problem,
+        "failures": [failure_json(f) for f in report.failures],
+    }
+
+
+def write_junit(path: Path, report: ConformReport, command: str) -> None:
+    """JUnit XML: one test case per phase (a failing phase carries the full failure)."""
+    suites = ET.Element("testsuites")
+    failures = sum(1 for p in report.phases if p.failed) + (1 if report.problem else 0)
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="fencepost conform",
+        tests=str(len(report.phases) + (1 if report.problem else 0)),
+        failures=str(failures),
+        errors="0",
+        time=f"{report.seconds:.3f}",
+    )
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="sut", value=report.sut)
+    ET.SubElement(props, "property", name="levels", value=",".join(report.tested))
+    failure = report.failures[0] if report.failures else None
+    for phase in report.phases:
+        case = _junit_case(suite, phase)
+        if phase.failed and failure is not None:
+            node = ET.SubElement(
+                case,
+                "failure",
+                message=str(failure.violation),
+                type=failure.violation.rule.value,
+            )
+            node.text = render_failure(failure, command)
+    if failure is not None and not any(p.failed for p in report.phases):
+        node = ET.SubElement(
+            ET.SubElement(suite, "testcase", classname="fencepost.conform", name="handshake"),
+            "failure",
+            message=str(failure.violation),
+            type=failure.violation.rule.value,
+        )
+        node.text = render_failure(failure, command)
+    if report.problem:
+        case = ET.SubElement(suite, "testcase", classname="fencepost.conform", name="levels")
+        ET.SubElement(case, "failure", message=report.problem, type="levels")
+    ET.indent(suites)
+    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _junit_case(suite: ET.Element, phase: Phase) -> ET.Element:
+    return ET.SubElement(
+        suite,
+        "testcase",
+        classname="fencepost.conform",
+        name=phase.name,
+        time=f"{phase.seconds:.3f}",
+    )
+
+
+def write_transcript(path: Path, lines: Iterable[TranscriptLine]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(json.dumps(line.to_json(), ensure_ascii=False) + "\n")
+
+
+def write_report_dir(directory: Path, report: ConformReport, command: str) -> list[Path]:
+    """summary.txt, summary.json, and per failure its report, transcript and regression file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [directory / "summary.txt", directory / "summary.json"]
+    written[0].write_text(render_summary(report, command) + "\n", encoding="utf-8")
+    written[1].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    for i, failure in enumerate(report.failures, 1):
+        stem = f"failure-{i}-{failure.violation.rule.value}"
+        text = directory / f"{stem}.txt"
+        text.write_text(render_failure(failure, command) + "\n", encoding="utf-8")
+        transcript = directory / f"{stem}-transcript.jsonl"
+        write_transcript(transcript, failure.transcript)
+        regression = directory / f"{stem}-bad.jsonl"
+        save_regression(regression, failure, report.sut)
+        written += [text, transcript, regression]
+    return written
+
+
+# --- regression files ---------------------------------------------------------------------
+
+
+class RegressionError(ValueError):
+    """A regression file that cannot be read; the message names the line and the field."""
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A saved failing run: the world (or algebra case) and the steps to replay."""
+
+    verdict: str
+    rule: str
+    message: str
+    seed: int | None
+    setup: WorldSetup | None
+    actions: tuple[Action, ...]
+    case: AlgebraCase | None
+
+
+def regression_name(failure: Failure) -> str:
+    """The file name ``--save DIR`` uses: rule, seed and the verdict."""
+    seed = "handshake" if failure.seed is None else str(failure.seed)
+    return f"{failure.violation.rule.value}-{seed}-bad.jsonl"
+
+
+def save_regression(path: Path, failure: Failure, sut: str) -> Path:
+    """Write ``failure`` as a replayable regression file; a directory gets a generated name."""
+    if path.is_dir():
+        path = path / regression_name(failure)
+    header = {
+        "fencepost_regression": REGRESSION_VERSION,
+        "verdict": "bad",
+        "rule": failure.violation.rule.value,
+        "message": failure.violation.message,
+        "seed": failure.seed,
+        "family": failure.family,
+        "sut": sut,
+        "world": None if failure.setup is None else failure.setup.to_json(),
+        "case": None if failure.case is None else case_message(failure.case, 1),
+    }
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(header, ensure_ascii=False) + "\n")
+        by_action = [s for s in failure.steps if not s.drain]
+        for i, action in enumerate(failure.actions, 1):
+            says = by_action[i - 1].says if i - 1 < len(by_action) else ""
+            out.write(
+                json.dumps(
+                    {"step": i, "action": action_to_json(action), "says": says},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    return path
+
+
+def load_regression(path: Path) -> Regression:
+    """Read a regression file; :class:`RegressionError` names the line and the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RegressionError(f"{path}: cannot read: {exc}") from None
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise RegressionError(f"{path}: empty; a regression file starts with its header line")
+    objects = []
+    for number, line in enumerate(lines, 1):
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise RegressionError(f"{path}:{number}: not JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise RegressionError(f"{path}:{number}: each line is a JSON object")
+        objects.append(obj)
+    header = objects[0]
+    if header.get("fencepost_regression") != REGRESSION_VERSION:
+        raise RegressionError(
+            f"{path}:1: not a fencepost regression file of version {REGRESSION_VERSION} "
+            '(the header needs "fencepost_regression": 1)'
+        )
+    seed = header.get("seed")
+    if seed is not None and type(seed) is not int:
+        raise RegressionError(f"{path}:1: seed: an integer or null")
+    try:
+        setup = None if header.get("world") is None else WorldSetup.from_json(header["world"])
+        case = None if header.get("case") is None else case_from_message(header["case"])
+    except (SetupError, MessageError) as exc:
+        raise RegressionError(f"{path}:1: {exc}") from None
+    if setup is None and case is None:
+        raise RegressionError(f"{path}:1: the header needs a world or an algebra case")
+    actions = []
+    for number, obj in enumerate(objects[1:], 2):
+        if set(obj) - {"step", "action", "says"}:
+            raise RegressionError(f"{path}:{number}: a step line has step, action and says")
+        try:
+            actions.append(action_from_json(obj.get("action"), f"line {number}.action"))
+        except ScheduleError as exc:
+            raise RegressionError(f"{path}:{number}: {exc}") from None
+    return Regression(
+        verdict=str(header.get("verdict", "bad")),
+        rule=str(header.get("rule", "")),
+        message=str(header.get("message", "")),
+        seed=seed,
+        setup=setup,
+        actions=tuple(actions),
+        case=case,
+    )
+
+
+def replay_regression(
+    factory: SutFactory, regression: Regression, *, timeout: float
+) -> RunResult | Failure | None:
+    """Run a regression file's steps (or case) once: the run, a Failure, or None if it passes.
+
+    Schedules give their :class:`RunResult`; an algebra case that fails gives a
+    :class:`Failure`, one that passes gives None.
+    """
+    if regression.setup is not None:
+        return run_schedule(factory, regression.setup, regression.actions, timeout=timeout)
+    assert regression.case is not None
+    result = run_algebra(factory, [regression.case], timeout=timeout, probe=False)
+    if result.ok:
+        return None
+    return Failure(
+        seed=regression.seed,
+        family="algebra",
+        violation=result.violations[0],
+        transcript=result.transcript,
+        stderr=dict(result.stderr),
+        original_steps=1,
+        case=regression.case,
+    )

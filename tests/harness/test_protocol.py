@@ -1,0 +1,241 @@
+"""The wire schema: every SUT message parsed strictly, every error naming its field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fencepost.harness.protocol import (
+    MAX_LINE_BYTES,
+    Call,
+    CompareOk,
+    ErrorReply,
+    HelloOk,
+    IngestOk,
+    MergeOk,
+    MessageError,
+    PublishOk,
+    ReplyConflict,
+    ReplyOk,
+    ReplyTimeout,
+    WriteCheckpoint,
+    WritePublication,
+    decode_line,
+    encode,
+    parse_harness_message,
+    parse_reply,
+    parse_sut_message,
+    publish_message,
+)
+from fencepost.impl.cuts import Cut
+from fencepost.impl.orders import IntegerOrder
+from fencepost.impl.records import PublicationRecord
+
+OFFSETS = IntegerOrder("offsets", True)
+
+
+def line(**fields: object) -> str:
+    return json.dumps(fields)
+
+
+def test_well_formed_messages_parse_to_their_values() -> None:
+    assert parse_sut_message(
+        line(type="hello_ok", protocol=1, name="x", levels=["algebra", "publisher"])
+    ) == HelloOk(1, "x", ("algebra", "publisher"))
+    call = parse_sut_message(
+        line(
+            type="call",
+            call_id="c1",
+            op="write_publication",
+            stream="s",
+            expected_revision=3,
+            epoch=1,
+            cut={"at": 5, "kind": "before"},
+            op_id="w1-1",
+        )
+    )
+    assert call == Call(
+        "c1", "write_publication", WritePublication("s", 3, 1, Cut.before(5), "w1-1")
+    )
+    assert parse_sut_message(
+        line(type="publish_ok", id=4, outcome="withheld", epoch=2, cut=None, reason="no_coverage")
+    ) == PublishOk(4, "withheld", 2, Cut.nothing(), "no_coverage")
+    assert parse_sut_message(line(type="ingest_ok", id=5, cut={"at": "k", "kind": "through"})) == (
+        IngestOk(5, Cut.through("k"))
+    )
+    assert parse_sut_message(line(type="compare_ok", id=1, result=-1)) == CompareOk(1, -1)
+    assert parse_sut_message(line(type="merge_ok", id=2, withheld="incomparable")) == MergeOk(
+        2, None, "incomparable"
+    )
+    assert parse_sut_message(line(type="merge_ok", id=2, frontier=None)) == MergeOk(
+        2, Cut.nothing(), None
+    )
+    assert parse_sut_message(line(type="error", id=None, message="bad")) == ErrorReply(None, "bad")
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (line(type="compare_ok", id=1, result=1, extra=0), "compare_ok.extra"),
+        (line(type="compare_ok", id=1), "compare_ok.result"),
+        (line(type="compare_ok", id=1, result=True), "compare_ok.result"),
+        (line(type="compare_ok", id=1, result=2), "compare_ok.result"),
+        (line(type="compare_ok", id=1.5, result=0), "compare_ok.id"),
+        (line(type="merge_ok", id=1, frontier=None, withheld="no_coverage"), "merge_ok"),
+        (line(type="merge_ok", id=1, withheld="tired"), "merge_ok.withheld"),
+        (
+            line(type="publish_ok", id=1, outcome="won", epoch=1, cut=None, reason=None),
+            "publish_ok.outcome",
+        ),
+        (
+            line(
+                type="publish_ok",
+                id=1,
+                outcome="published",
+                epoch=1,
+                cut=None,
+                reason="no_coverage",
+            ),
+            "publish_ok.reason",
+        ),
+        (
+            line(type="publish_ok", id=1, outcome="unchanged", epoch=None, cut=None, reason=None),
+            "publish_ok.epoch",
+        ),
+        (
+            line(
+                type="publish_ok",
+                id=1,
+                outcome="unchanged",
+                epoch=1,
+                cut={"at": 1.5, "kind": "before"},
+                reason=None,
+            ),
+            "publish_ok.cut.at",
+        ),
+        (line(type="ingest_ok", id=1, cut={"at": 1, "kind": "sideways"}), "ingest_ok.cut.kind"),
+        (line(type="call", call_id="c", op="delete_everything"), "call.op"),
+        (
+            line(type="call", call_id="c", op="read_checkpoints", stream="s", epoch=True),
+            "call(read_checkpoints).epoch",
+        ),
+        (
+            line(type="call", call_id="c", op="read_checkpoints", stream="s"),
+            "call(read_checkpoints).epoch",
+        ),
+        (
+            line(type="call", call_id=None, op="read_membership", stream="s"),
+            "call(read_membership).call_id",
+        ),
+        (
+            line(
+                type="call",
+                call_id="c",
+                op="write_checkpoint",
+                partition="A",
+                expected_generation=-1,
+                checkpoint={},
+            ),
+            "call(write_checkpoint).expected_generation",
+        ),
+        (line(type="hello_ok", protocol=1, name="x", levels="algebra"), "hello_ok.levels"),
+        (line(type="hello_ok", protocol=1, name="x", levels=["sideways"]), "hello_ok.levels[0]"),
+        (line(type="greetings"), "type"),
+        ('{"type": "compare_ok", "id": 1, "result": NaN}', "line"),
+        ('{"type": "compare_ok", "id": 1, "id": 2, "result": 0}', "line.id"),
+        ("[1, 2]", "line"),
+        ("not json", "line"),
+    ],
+)
+def test_malformed_messages_name_the_field(text: str, field: str) -> None:
+    with pytest.raises(MessageError) as err:
+        parse_sut_message(text)
+    assert err.value.field == field
+
+
+def test_checkpoint_in_a_write_is_parsed_with_the_codec() -> None:
+    checkpoint = {
+        "partition": "A",
+        "cut": {"at": 3, "kind": "through"},
+        "token": "t",
+        "generation": 2,
+        "scope": "q1",
+        "epoch": 1,
+        "finality": "provisional",
+    }
+    call = parse_sut_message(
+        line(
+            type="call",
+            call_id=7,
+            op="write_checkpoint",
+            partition="A",
+            expected_generation=None,
+            checkpoint=checkpoint,
+        )
+    )
+    assert isinstance(call, Call) and isinstance(call.payload, WriteCheckpoint)
+    assert call.payload.checkpoint.finality.value == "provisional"
+    bad = dict(checkpoint, finality="final-ish")
+    with pytest.raises(MessageError) as err:
+        parse_sut_message(
+            line(
+                type="call",
+                call_id=7,
+                op="write_checkpoint",
+                partition="A",
+                expected_generation=1,
+                checkpoint=bad,
+            )
+        )
+    assert err.value.field == "call(write_checkpoint).checkpoint.finality"
+
+
+def test_overlong_line_is_refused_before_parsing() -> None:
+    with pytest.raises(MessageError, match="longer than"):
+        decode_line('"' + "x" * MAX_LINE_BYTES + '"')
+
+
+def test_harness_requests_round_trip_through_the_sut_side_parser() -> None:
+    request = parse_harness_message(decode_line(encode(publish_message(3, "w1", "s", "reset"))))
+    assert (request.id, request.worker, request.policy) == (3, "w1", "reset")  # type: ignore[union-attr]
+    with pytest.raises(MessageError) as err:
+        parse_harness_message(
+            {"type": "publish", "id": 1, "worker": "w", "stream": "s", "policy": "sometimes"}
+        )
+    assert err.value.field == "publish.policy"
+
+
+def test_replies_parse_per_op() -> None:
+    record = {"epoch": 1, "cut": None, "revision": 0, "op_id": None}
+    ok = parse_reply(
+        {"type": "reply", "call_id": "c1", "ok": True, "record": record}, "c1", "read_publication"
+    )
+    assert ok == ReplyOk(PublicationRecord(1))
+    lost = parse_reply(
+        {"type": "reply", "call_id": "c1", "ok": False, "error": "timeout"}, "c1", "fetch_page"
+    )
+    assert lost == ReplyTimeout()
+    conflict = parse_reply(
+        {"type": "reply", "call_id": "c2", "ok": False, "error": "conflict", "record": record},
+        "c2",
+        "write_publication",
+    )
+    assert conflict == ReplyConflict(PublicationRecord(1))
+    with pytest.raises(MessageError, match="cannot conflict"):
+        parse_reply(
+            {"type": "reply", "call_id": "c3", "ok": False, "error": "conflict", "record": record},
+            "c3",
+            "read_publication",
+        )
+    with pytest.raises(MessageError, match="expected 'c4'"):
+        parse_reply({"type": "reply", "call_id": "c5", "ok": True}, "c4", "record_outcome")
+    page = {"events": [{"id": "e1", "at": 1.0}], "next_token": None, "claim": None}
+    with pytest.raises(MessageError) as err:
+        parse_reply(
+            {"type": "reply", "call_id": "c6", "ok": True, "page": page},
+            "c6",
+            "fetch_page",
+            OFFSETS,
+        )
+    assert err.value.field == "reply(fetch_page).page.events[0].at"

@@ -1,0 +1,181 @@
+"""Reports, regression files and the ``fencepost conform`` / ``fencepost sut`` commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fencepost.cli import main
+from fencepost.harness.adapter import InProcessSut
+from fencepost.harness.conformance import ConformOptions, ConformReport, conform
+from fencepost.harness.mutants import CATALOG
+from fencepost.harness.report import (
+    RegressionError,
+    load_regression,
+    render_failure,
+    replay_regression,
+    save_regression,
+    write_junit,
+    write_report_dir,
+)
+from fencepost.harness.rules import Rule
+from fencepost.harness.runner import RunResult
+
+PUBLISHER = ConformOptions(levels=frozenset({"publisher"}), schedules=0)
+
+
+def _failing_report(
+    name: str = "stale-cut-retry", options: ConformOptions = PUBLISHER
+) -> ConformReport:
+    return conform(InProcessSut(CATALOG[name].variant), options)
+
+
+def test_a_failure_renders_rule_schedule_transcript_and_seed() -> None:
+    failure = _failing_report().failures[0]
+    text = render_failure(failure, "my-sut")
+    assert text.startswith("FAILURE: monotone_publication (semantics.md section 7 property)")
+    assert f"--replay {failure.seed} -- my-sut" in text
+    assert "shortest schedule found" in text and "transcript (" in text
+    assert text.count("\n") > len(failure.transcript)
+
+
+def test_regression_files_round_trip_and_replay(tmp_path: Path) -> None:
+    failure = _failing_report().failures[0]
+    saved = save_regression(tmp_path, failure, "in-process")
+    assert saved.name.endswith("-bad.jsonl") and saved.name.startswith("monotone_publication-")
+    regression = load_regression(saved)
+    assert regression.actions == failure.actions and regression.rule == "monotone_publication"
+    bad = replay_regression(InProcessSut(CATALOG["stale-cut-retry"].variant), regression, timeout=5)
+    assert isinstance(bad, RunResult) and bad.first is not None
+    assert bad.first.rule is Rule.MONOTONE_PUBLICATION
+    good = replay_regression(InProcessSut(), regression, timeout=5)
+    assert isinstance(good, RunResult) and good.ok
+
+
+def test_algebra_regressions_store_the_case(tmp_path: Path) -> None:
+    failure = _failing_report(
+        "compare-swap", ConformOptions(levels=frozenset({"algebra"}))
+    ).failures[0]
+    path = save_regression(tmp_path / "swap-bad.jsonl", failure, "x")
+    regression = load_regression(path)
+    assert regression.case == failure.case and regression.setup is None
+    assert replay_regression(InProcessSut(), regression, timeout=5) is None
+    again = replay_regression(InProcessSut(CATALOG["compare-swap"].variant), regression, timeout=5)
+    assert again is not None and not isinstance(again, RunResult)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "empty"),
+        ("{}\n", "not a fencepost regression file"),
+        ('{"fencepost_regression": 1}\n', "needs a world or an algebra case"),
+        ("not json\n", ":1: not JSON"),
+    ],
+)
+def test_unreadable_regression_files_say_where(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "x-bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(RegressionError, match=message):
+        load_regression(path)
+
+
+def test_a_bad_step_line_is_named(tmp_path: Path) -> None:
+    failure = _failing_report().failures[0]
+    path = save_regression(tmp_path / "r-bad.jsonl", failure, "x")
+    lines = path.read_text().splitlines()
+    lines.append(json.dumps({"step": 99, "action": {"do": "teleport"}}))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RegressionError, match=rf":{len(lines)}: line {len(lines)}.action.do"):
+        load_regression(path)
+
+
+def test_junit_and_report_folder(tmp_path: Path) -> None:
+    report = _failing_report()
+    junit = tmp_path / "junit.xml"
+    write_junit(junit, report, "sut")
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    failures = suite.findall("testcase/failure")
+    assert len(failures) == 1 and failures[0].get("type") == "monotone_publication"
+    written = write_report_dir(tmp_path / "report", report, "sut")
+    names = sorted(p.name for p in written)
+    assert "summary.json" in names and any(n.endswith("-bad.jsonl") for n in names)
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["conformant"] is False
+    assert summary["failures"][0]["violation"]["rule"] == "monotone_publication"
+
+
+# --- the commands -------------------------------------------------------------------------
+
+
+def mutant(name: str) -> list[str]:
+    return [sys.executable, "-m", "fencepost.harness.mutant_sut", name]
+
+
+def test_conform_exit_codes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["conform", "--levels", "algebra", "--schedules", "0"]
+    bad = runner.invoke(main, [*args, "--save", str(tmp_path), "--", *mutant("compare-swap")])
+    assert bad.exit_code == 1, bad.output
+    assert "NOT CONFORMANT" in bad.output and "algebra_compare" in bad.output
+    saved = list(tmp_path.glob("*-bad.jsonl"))
+    assert len(saved) == 1
+    good = runner.invoke(main, [*args, "--", sys.executable, "-m", "fencepost", "sut"])
+    assert good.exit_code == 0, good.output
+    assert "fencepost conform: CONFORMANT" in good.output
+    replayed_bad = runner.invoke(
+        main, ["conform", "--replay-file", str(saved[0]), "--", *mutant("compare-swap")]
+    )
+    assert replayed_bad.exit_code == 1
+    replayed_good = runner.invoke(
+        main,
+        ["conform", "--replay-file", str(saved[0]), "--", sys.executable, "-m", "fencepost", "sut"],
+    )
+    assert replayed_good.exit_code == 0, replayed_good.output
+
+
+def test_conform_replays_a_seed_and_speaks_json() -> None:
+    runner = CliRunner()
+    first = runner.invoke(
+        main,
+        ["conform", "--levels", "algebra", "--json", "--", *mutant("reason-order")],
+    )
+    assert first.exit_code == 1
+    found = json.loads(first.stdout)
+    seed = found["failures"][0]["seed"]
+    again = runner.invoke(
+        main, ["conform", "--json", "--replay", str(seed), "--", *mutant("reason-order")]
+    )
+    assert again.exit_code == 1
+    replayed = json.loads(again.stdout)["failures"][0]
+    assert replayed["violation"] == found["failures"][0]["violation"]
+    assert replayed["transcript"] == found["failures"][0]["transcript"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["conform"], "give the SUT command after --"),
+        (["conform", "--levels", "sideways", "--", "x"], "unknown level"),
+        (["conform", "--timeout", "nan", "--", "x"], "positive number"),
+        (["conform", "--workers", "0", "--", "x"], "--workers"),
+        (["conform", "--replay", "1", "--replay-file", __file__, "--", "x"], "exclude each other"),
+        (["sut", "--mutant", "nope"], "unknown mutant"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_sut_lists_the_catalog() -> None:
+    result = CliRunner().invoke(main, ["sut", "--list-mutants"])
+    assert result.exit_code == 0
+    assert all(name in result.output for name in CATALOG)

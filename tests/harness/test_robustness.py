@@ -1,0 +1,279 @@
+"""Misbehaving SUTs are reported as SUT failures with a transcript; nothing is left running.
+
+Each fake SUT is a short stdlib-only Python program that speaks the protocol
+correctly up to one deliberate fault. After every run the test checks that each
+process the harness started is gone (reaped, not a zombie) and that no process
+of its process group survives, grandchildren included.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from fencepost.harness.conformance import handshake
+from fencepost.harness.rules import Rule
+from fencepost.harness.runner import run_schedule
+from fencepost.harness.schedule import Publish
+from fencepost.harness.transport import SubprocessSut
+from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
+from fencepost.impl.orders import IntegerOrder
+
+WORLD = WorldSetup(
+    order=IntegerOrder("offsets", True),
+    epochs=(EpochSetup(1, (PartitionSetup("A", (EventSpec("a1", 1),)),)),),
+    publishers=("w1",),
+    env_checkpoints=True,
+)
+#: One attempt; the harness then answers every call normally (drain).
+SCHEDULE = (Publish("w1"),)
+
+PROGRAM = """
+import json, os, subprocess, sys, time
+
+rid = None
+
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\\n")
+    sys.stdout.flush()
+
+
+def next_read(msg, done):
+    n = int(msg["call_id"][1:])
+    if n == 1:
+        send({{"type": "call", "call_id": "c2", "op": "read_membership", "stream": "s"}})
+    elif n == 2:
+        send({{"type": "call", "call_id": "c3", "op": "read_checkpoints", "stream": "s",
+              "epoch": 1}})
+    else:
+        done()
+
+
+def withheld(request_id=None):
+    send({{"type": "publish_ok", "id": rid if request_id is None else request_id,
+          "outcome": "withheld", "epoch": 1, "cut": None, "reason": "missing_checkpoint"}})
+
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    kind = msg.get("type")
+    if kind == "hello":
+        {hello}
+    elif kind == "shutdown":
+        {shutdown}
+    elif kind == "publish":
+        rid = msg["id"]
+        {publish}
+    elif kind == "reply":
+        {reply}
+"""
+
+HELLO = 'send({"type": "hello_ok", "protocol": 1, "name": "fake", "levels": ["publisher"]})'
+READ = 'send({"type": "call", "call_id": "c1", "op": "read_publication", "stream": "s"})'
+HONEST = "next_read(msg, withheld)"
+
+
+def fake(tmp_path: Path, **parts: str) -> SubprocessSut:
+    body = {"hello": HELLO, "shutdown": "sys.exit(0)", "publish": READ, "reply": HONEST}
+    body.update(parts)
+    script = tmp_path / "fake_sut.py"
+    script.write_text(textwrap.dedent(PROGRAM).format(**body))
+    return SubprocessSut([sys.executable, str(script)], prefetch=0)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def assert_nothing_left(factory: SubprocessSut) -> None:
+    factory.close()
+    assert factory.started, "the test must have started a process"
+    for pid in factory.started:
+        assert _state(pid) is None, f"SUT process {pid} was not reaped (state {_state(pid)})"
+        deadline = time.monotonic() + 2
+        while _group_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _group_alive(pid), f"a process of SUT group {pid} survived teardown"
+    zombies = [
+        p.name
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and _state(int(p.name)) == "Z"
+        and f") Z {os.getpid()} " in (p / "stat").read_text()
+    ]
+    assert not zombies, f"zombie children of the test process: {zombies}"
+
+
+def run(factory: SubprocessSut, timeout: float = 2.0) -> tuple[Rule, str]:
+    result = run_schedule(factory, WORLD, SCHEDULE, timeout=timeout)
+    assert_nothing_left(factory)
+    first = result.first
+    assert first is not None, "the fake SUT's fault went unnoticed"
+    assert result.transcript, "a failure is reported with its transcript"
+    return first.rule, first.message
+
+
+def test_a_well_behaved_fake_passes(tmp_path: Path) -> None:
+    # It reads the record, the membership and the checkpoints, and withholds
+    # (partition A has no checkpoint): honest, so the run is clean.
+    factory = fake(tmp_path)
+    result = run_schedule(factory, WORLD, SCHEDULE, timeout=2.0)
+    assert_nothing_left(factory)
+    assert result.ok, result.violations
+    # hello, hello_ok, publish, 3 calls, 3 replies, publish_ok, shutdown
+    assert result.messages == 11
+
+
+def test_withholding_without_reading_is_dishonest(tmp_path: Path) -> None:
+    factory = fake(tmp_path, publish="withheld()")
+    rule, message = run(factory)
+    assert rule is Rule.HONEST_OUTCOME
+    assert "without having read" in message
+
+
+def test_crash_in_the_middle_of_a_call(tmp_path: Path) -> None:
+    rule, message = run(fake(tmp_path, reply="os._exit(3)"))
+    assert rule is Rule.SUT_CRASH
+    assert "status 3" in message
+
+
+def test_hang_hits_the_per_call_time_limit(tmp_path: Path) -> None:
+    started = time.monotonic()
+    rule, message = run(fake(tmp_path, reply="time.sleep(60)"), timeout=0.5)
+    assert rule is Rule.SUT_HANG
+    assert "0.5s" in message
+    assert time.monotonic() - started < 10
+
+
+def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild.pid"
+    spawn = (
+        f'child = subprocess.Popen(["sleep", "100"]); '
+        f'open({str(marker)!r}, "w").write(str(child.pid)); time.sleep(60)'
+    )
+    rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
+    assert rule is Rule.SUT_HANG
+    grandchild = int(marker.read_text())
+    deadline = time.monotonic() + 2
+    while _state(grandchild) not in (None, "Z", "X") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _state(grandchild) in (None, "Z", "X"), "the SUT's own child outlived the run"
+
+
+def test_garbage_line(tmp_path: Path) -> None:
+    rule, message = run(fake(tmp_path, reply='print("this is not json", flush=True)'))
+    assert rule is Rule.MESSAGE_SCHEMA
+    assert "not JSON" in message
+
+
+def test_huge_line_is_cut_off(tmp_path: Path) -> None:
+    huge = 'sys.stdout.write("x" * (3 << 20)); sys.stdout.flush(); time.sleep(60)'
+    rule, message = run(fake(tmp_path, reply=huge))
+    assert rule is Rule.LINE_TOO_LONG
+    assert str(1 << 20) in message
+
+
+def test_reply_with_the_wrong_id(tmp_path: Path) -> None:
+    rule, message = run(fake(tmp_path, reply="next_read(msg, lambda: withheld(999))"))
+    assert rule is Rule.CALL_PAIRING
+    assert "999" in message
+
+
+def test_unknown_field_in_a_call(tmp_path: Path) -> None:
+    extra = (
+        'send({"type": "call", "call_id": "c1", "op": "read_publication", "stream": "s", '
+        '"stram": "s"})'
+    )
+    rule, message = run(fake(tmp_path, publish=extra))
+    assert rule is Rule.MESSAGE_SCHEMA
+    assert "stram" in message
+
+
+def test_unsolicited_message_while_idle(tmp_path: Path) -> None:
+    rule, message = run(fake(tmp_path, reply="next_read(msg, lambda: (withheld(), withheld()))"))
+    assert rule is Rule.CALL_PAIRING
+    assert "unsolicited" in message
+
+
+def test_error_answer_to_a_valid_request(tmp_path: Path) -> None:
+    error = 'send({"type": "error", "id": rid, "message": "cannot"})'
+    rule, message = run(fake(tmp_path, publish=error))
+    assert rule is Rule.SUT_ERROR
+    assert "cannot" in message
+
+
+def test_call_of_another_level(tmp_path: Path) -> None:
+    fetch = (
+        'send({"type": "call", "call_id": "c1", "op": "fetch_page", "partition": "A", '
+        '"token": None})'
+    )
+    rule, message = run(fake(tmp_path, publish=fetch))
+    assert rule is Rule.CALL_PAIRING
+    assert "fetch_page" in message
+
+
+def test_endless_calls_are_a_runaway(tmp_path: Path) -> None:
+    again = 'send({"type": "call", "call_id": "c9", "op": "read_publication", "stream": "s"})'
+    rule, _ = run(fake(tmp_path, reply=again))
+    assert rule is Rule.RUNAWAY
+
+
+def test_bad_exit_code_after_shutdown(tmp_path: Path) -> None:
+    factory = fake(tmp_path, shutdown="sys.exit(5)")
+    name, levels, failure = handshake(factory, 2.0)
+    assert_nothing_left(factory)
+    assert failure is not None and failure.violation.rule is Rule.SHUTDOWN
+    assert "status 5" in failure.violation.message
+    assert name == "fake" and levels == ("publisher",)
+
+
+def test_missing_hello(tmp_path: Path) -> None:
+    factory = fake(tmp_path, hello='send({"type": "compare_ok", "id": 1, "result": 0})')
+    _, _, failure = handshake(factory, 2.0)
+    assert_nothing_left(factory)
+    assert failure is not None and failure.violation.rule is Rule.HANDSHAKE
+    assert failure.transcript
+
+
+def test_silent_sut_hangs_the_handshake(tmp_path: Path) -> None:
+    factory = fake(tmp_path, hello="pass")
+    _, _, failure = handshake(factory, 0.5)
+    assert_nothing_left(factory)
+    assert failure is not None and failure.violation.rule is Rule.SUT_HANG
+
+
+def test_command_that_does_not_exist(tmp_path: Path) -> None:
+    factory = SubprocessSut([str(tmp_path / "no-such-program")])
+    _, _, failure = handshake(factory, 1.0)
+    factory.close()
+    assert failure is not None and failure.violation.rule is Rule.SUT_CRASH
+    assert "cannot start" in failure.violation.message
+
+
+@pytest.mark.parametrize("levels", ['["publisher", "publisher"]', '["sideways"]'])
+def test_bad_levels_in_hello_ok(tmp_path: Path, levels: str) -> None:
+    hello = f'send({{"type": "hello_ok", "protocol": 1, "name": "f", "levels": {levels}}})'
+    factory = fake(tmp_path, hello=hello)
+    _, _, failure = handshake(factory, 2.0)
+    assert_nothing_left(factory)
+    assert failure is not None and failure.violation.rule is Rule.HANDSHAKE
