@@ -71,7 +71,9 @@ def _proofs(options: GateOptions) -> PartResult:
             )
     n = len(THEOREMS)
     if bad:
-        return PartResult("proofs", False, f"{len(bad)} of {n} theorems not as expected", tuple(bad))
+        return PartResult(
+            "proofs", False, f"{len(bad)} of {n} theorems not as expected", tuple(bad)
+        )
     return PartResult("proofs", True, f"{n} theorems, each with its expected verdict")
 
 
@@ -90,13 +92,15 @@ def _explore(options: GateOptions) -> PartResult:
             failures.append(render_counterexample(result) if result.violation else lines[-1])
     if failures:
         return PartResult("explore", False, "; ".join(lines), tuple(failures))
-    return PartResult("explore", True, f"{states:,} states, all invariants hold ({'; '.join(lines)})")
+    return PartResult(
+        "explore", True, f"{states:,} states, all invariants hold ({'; '.join(lines)})"
+    )
 
 
 def _mutants(options: GateOptions) -> PartResult:
+    from fencepost.model import mutants
     from fencepost.model.config import default_config
     from fencepost.model.explorer import VIOLATED, explore
-    from fencepost.model import mutants
 
     missed: list[str] = []
     for name, mutant in mutants.MUTANTS.items():
@@ -142,6 +146,34 @@ def _scenarios(options: GateOptions) -> PartResult:
     return PartResult("scenarios", not bad, summary, details)
 
 
+def _conformance(options: GateOptions) -> PartResult:
+    import sys
+
+    from fencepost.harness.conformance import ConformOptions, conform
+    from fencepost.harness.report import render_failure
+    from fencepost.harness.transport import SubprocessSut
+
+    # Through the real wire: `fencepost sut` in its own processes, as outsiders are tested.
+    factory = SubprocessSut([sys.executable, "-m", "fencepost", "sut"], prefetch=4)
+    try:
+        report = conform(
+            factory,
+            ConformOptions(seed=options.seed, schedules=options.conformance_schedules),
+        )
+    finally:
+        factory.close()
+    summary = (
+        f"fencepost sut: {report.runs} runs, {report.messages:,} messages, "
+        f"levels {', '.join(report.tested)}"
+    )
+    if report.ok:
+        return PartResult("conformance", True, summary + ", conformant")
+    details = [render_failure(f, "fencepost sut") for f in report.failures]
+    if report.problem:
+        details.append(report.problem)
+    return PartResult("conformance", False, summary + ", NOT conformant", tuple(details))
+
+
 PARTS: dict[str, Part] = {
     part.name: part
     for part in (
@@ -149,6 +181,7 @@ PARTS: dict[str, Part] = {
         Part("explore", "bounded exhaustive exploration of the model", _explore),
         Part("mutants", "every model mutant caught", _mutants),
         Part("scenarios", "the scenario library on model and implementation", _scenarios),
+        Part("conformance", "the conformance harness against fencepost sut", _conformance),
     )
 }
 

@@ -139,10 +139,22 @@ class Observed:
     blind: frozenset[str] = field(default_factory=frozenset)
 
 
+#: The ``blind`` mark of a step during which the target stopped at a broken property.
+STOPPED = "stopped_by_violation"
+
+
 def compare(step: Step, seen: Observed) -> list[Mismatch]:
-    """The expectations of ``step`` that ``seen`` does not meet (fields ``blind`` skipped)."""
+    """The expectations of ``step`` that ``seen`` does not meet (fields ``blind`` skipped).
+
+    ``blind`` holding :data:`STOPPED` means the target stopped at a broken
+    property during this step (the conformance harness ends a run at its first
+    violation): nothing after it can be observed, and the breach itself is the
+    verdict (a failure of a ``-ok`` scenario, the catch of a ``-bad`` one).
+    """
     exp: Expectations = step.expect
     out: list[Mismatch] = []
+    if STOPPED in seen.blind:
+        return out
 
     def miss(name: str, expected: object, actual: object) -> None:
         out.append(Mismatch(step.index, step.line, name, _text(expected), _text(actual)))

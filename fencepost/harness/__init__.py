@@ -9,6 +9,12 @@ The API other tools use (the scenario library runs scripted schedules with it):
 
 - :func:`run_schedule` (``fencepost.harness.runner``): run one schedule in one
   world against fresh SUT workers; returns a :class:`RunResult`;
+- :class:`Run`: the same step by step, with the state as data
+  (:meth:`Run.pending_call` -> :class:`PendingCall`, :meth:`Run.last_end` ->
+  :class:`RequestEnd`, :meth:`Run.snapshot` -> :class:`Snapshot`,
+  :meth:`Run.busy`), and the steps scenarios need beyond the search's
+  (:class:`Certify` an explicit cut, :class:`Serve` a scripted page,
+  :class:`Inject` at a cut, :class:`Crash` one worker mid-request);
 - :class:`WorldSetup` and friends (``fencepost.harness.world``): the world as
   plain data; the schedule steps (``fencepost.harness.schedule``);
 - SUT factories: :class:`SubprocessSut` (any command) and :class:`InProcessSut`
@@ -31,16 +37,28 @@ if TYPE_CHECKING:
         replay,
     )
     from fencepost.harness.rules import Rule, Violation
-    from fencepost.harness.runner import RunResult, StepRecord, TranscriptLine, run_schedule
+    from fencepost.harness.runner import (
+        PendingCall,
+        RequestEnd,
+        Run,
+        RunResult,
+        Snapshot,
+        StepRecord,
+        TranscriptLine,
+        run_schedule,
+    )
     from fencepost.harness.schedule import (
         Action,
         Advance,
         Answer,
+        Certify,
+        Crash,
         Finalize,
         Ingest,
         Inject,
         Publish,
         Reshard,
+        Serve,
     )
     from fencepost.harness.transport import SubprocessSut, SutFactory
     from fencepost.harness.world import (
@@ -64,18 +82,25 @@ _HOMES: dict[str, str] = {
     "replay": "conformance",
     "Rule": "rules",
     "Violation": "rules",
+    "PendingCall": "runner",
+    "RequestEnd": "runner",
+    "Run": "runner",
     "RunResult": "runner",
+    "Snapshot": "runner",
     "StepRecord": "runner",
     "TranscriptLine": "runner",
     "run_schedule": "runner",
     "Action": "schedule",
     "Advance": "schedule",
     "Answer": "schedule",
+    "Certify": "schedule",
+    "Crash": "schedule",
     "Finalize": "schedule",
     "Ingest": "schedule",
     "Inject": "schedule",
     "Publish": "schedule",
     "Reshard": "schedule",
+    "Serve": "schedule",
     "SubprocessSut": "transport",
     "SutFactory": "transport",
     "ClaimStyle": "world",
@@ -90,9 +115,11 @@ __all__ = [
     "Action",
     "Advance",
     "Answer",
+    "Certify",
     "ClaimStyle",
     "ConformOptions",
     "ConformReport",
+    "Crash",
     "EpochSetup",
     "EventSpec",
     "Failure",
@@ -101,10 +128,15 @@ __all__ = [
     "Ingest",
     "Inject",
     "PartitionSetup",
+    "PendingCall",
     "Publish",
+    "RequestEnd",
     "Reshard",
     "Rule",
+    "Run",
     "RunResult",
+    "Serve",
+    "Snapshot",
     "StepRecord",
     "SubprocessSut",
     "SutFactory",

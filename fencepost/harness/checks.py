@@ -21,8 +21,9 @@ How each judgement is decided (documented in docs/conformance.md):
 - **checkpoint writes** (each accepted ``write_checkpoint``): labels are the
   ingest's; the token is one the provider issued for that partition and epoch;
   the cut never decreases within the key (*checkpoint monotonicity*); a final
-  checkpoint's cut is covered by a final claim the provider made and every
-  event in its downset has a recorded outcome (*checkpoint truth*). A
+  checkpoint's cut is covered by a final claim the provider made, and every
+  event in its downset is final in the ground truth (a scripted claim may be
+  untrue) and has a recorded outcome (*checkpoint truth*). A
   provisional checkpoint promises nothing, so only its labels and monotonicity
   are judged.
 - **publish_ok** against what *this attempt* was told (its :class:`AttemptLog`):
@@ -257,8 +258,19 @@ def judge_checkpoint_write(
             )
         else:
             truth = world.truth[key]
-            missing = [ev.id for ev in truth.within(written.cut) if ev.id not in world.outcomes]
-            if missing:
+            within = truth.within(written.cut)
+            unfinal = [ev.id for ev in truth.log[truth.final :] if ev in within]
+            missing = [ev.id for ev in within if ev.id not in world.outcomes]
+            if unfinal:
+                found.append(
+                    (
+                        Rule.CHECKPOINT_TRUTH,
+                        f"{partition} certified {written.cut} in epoch {epoch} but events "
+                        f"{', '.join(unfinal)} in its downset are not final at the source "
+                        "(the provider's final claim was untrue)",
+                    )
+                )
+            elif missing:
                 found.append(
                     (
                         Rule.CHECKPOINT_TRUTH,

@@ -119,6 +119,16 @@ class ProvisionalOk(Misreading):
         return tuple(dataclasses.replace(c, finality=Finality.FINAL) for c in checkpoints)
 
 
+class ScopeBlind(Misreading):
+    """A checkpoint certified for another query scope is read as this membership's
+    (semantics.md section 4, ``scope_mismatch`` never raised)."""
+
+    def checkpoints(
+        self, membership: Membership, checkpoints: Sequence[Checkpoint]
+    ) -> tuple[Checkpoint, ...]:
+        return tuple(dataclasses.replace(c, scope=membership.scope) for c in checkpoints)
+
+
 class ReasonOrder(Misreading):
     """Scope is checked before epoch: with both wrong, ``scope_mismatch`` is reported
     where the documented order says ``epoch_mismatch``."""
@@ -175,6 +185,39 @@ class ConfirmRevisionStore(PublisherWireStore):
         return record
 
 
+class FenceBlindStore(PublisherWireStore):
+    """After a lost write, the attempt keeps the membership it held: a newer epoch in
+    the reread record is read as its own epoch, and it retries in the old epoch
+    instead of applying the cutover rule (KAFKA-20357, Materialize #29432)."""
+
+    def __init__(self, caller: WireCaller, misreading: Misreading) -> None:
+        super().__init__(caller, misreading)
+        self._pinned: Membership | None = None
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        try:
+            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
+        except IndefiniteStoreError:
+            self._pinned = self._membership
+            raise
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        record = super().read_publication(stream)
+        pinned = self._pinned
+        if pinned is not None and record.epoch > pinned.epoch:
+            return dataclasses.replace(record, epoch=pinned.epoch)
+        return record
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        current = super().read_membership(stream, epoch)
+        if self._pinned is not None:
+            self._membership = self._pinned
+            return self._pinned
+        return current
+
+
 class StaleCutRetryStore(PublisherWireStore):
     """A conflict is retried at once with the same cut on the new revision, without
     rereading the checkpoints (a late retry that "cannot" lose)."""
@@ -222,6 +265,17 @@ class MaxObservedProvider(WireProvider):
         if self._seen is None:
             return page
         return Page(page.events, page.next_token, Claim(Cut.through(self._seen), True))
+
+
+class TrustingProvider(WireProvider):
+    """A non-final claim ("caught up at this moment") is read as final: the pass
+    certifies a boundary the source has not vouched for (apache/beam #37326)."""
+
+    def fetch_page(self, partition: str, token: str | None) -> Page:
+        page = super().fetch_page(partition, token)
+        if page.claim is not None and not page.claim.final:
+            return Page(page.events, page.next_token, Claim(page.claim.cut, True))
+        return page
 
 
 class EpsilonProvider(WireProvider):
@@ -328,9 +382,16 @@ CATALOG: dict[str, Mutant] = {
         ),
         _mutant(
             "provisional-ok",
-            "trusts provisional checkpoints as final",
-            {"algebra": {Rule.ALGEBRA_MERGE}, "publisher": _SUPPORT},
+            "trusts provisional checkpoints and non-final claims as final",
+            {
+                "algebra": {Rule.ALGEBRA_MERGE},
+                "publisher": _SUPPORT,
+                "checkpointer": {Rule.CHECKPOINT_TRUTH},
+            },
+            # One bug seen at two places, as the model's mutant: the merge trusts a
+            # provisional checkpoint, the ingest pass a non-final claim.
             misreading=ProvisionalOk(),
+            provider=TrustingProvider,
         ),
         _mutant(
             "overwrite",
@@ -349,6 +410,21 @@ CATALOG: dict[str, Mutant] = {
             "confirms a lost write because the revision moved",
             {"publisher": {Rule.LOST_RESPONSE_HONESTY}},
             publisher_store=ConfirmRevisionStore,
+        ),
+        _mutant(
+            "scope-blind",
+            "accepts checkpoints certified for another query scope",
+            {"algebra": {Rule.ALGEBRA_MERGE}, "publisher": _SUPPORT},
+            misreading=ScopeBlind(),
+        ),
+        _mutant(
+            "fence-blind",
+            "after a lost write shows a newer epoch, retries in the epoch it held",
+            # Its retry writes the old epoch over the new (epoch fence); when no other
+            # publisher cut over first, it reports a decision the membership it was
+            # told (the newer epoch) does not give (honest outcome).
+            {"publisher": {Rule.EPOCH_FENCE, Rule.HONEST_OUTCOME}},
+            publisher_store=FenceBlindStore,
         ),
         _mutant(
             "reason-order",

@@ -16,7 +16,7 @@ drives :class:`Run` step by step with a chooser.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from fencepost.harness.checks import (
@@ -70,16 +70,21 @@ from fencepost.harness.schedule import (
     Action,
     Advance,
     Answer,
+    Certify,
+    Crash,
     Finalize,
     Ingest,
     Inject,
     Publish,
     Reshard,
+    Serve,
     describe,
     mode_words,
 )
 from fencepost.harness.transport import Channel, SutFactory
 from fencepost.harness.world import INJECT_KINDS, World, WorldSetup
+from fencepost.impl.cuts import Cut
+from fencepost.impl.provider import Claim
 from fencepost.impl.records import Checkpoint, PublicationRecord
 
 #: Calls one request may make before the harness calls it a runaway.
@@ -144,6 +149,54 @@ class RunResult:
         return tuple(s.action for s in self.steps if not s.drain)
 
 
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """The call a busy worker is waiting on, as data: which request made it and what
+    it asks (``op`` is the protocol's call name; ``fields`` its own fields)."""
+
+    worker: str
+    request_kind: str  # "publish" or "ingest"
+    request_id: int
+    call_id: int | str
+    op: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEnd:
+    """How a worker's request ended, as the SUT reported it (after the harness's checks).
+
+    For a publication attempt ``outcome``, ``reason``, ``epoch`` and ``cut`` are
+    its ``publish_ok``; for an ingest pass ``outcome`` is ``"ingest_ok"`` and
+    ``cut`` the cut it reports (``reason`` and ``epoch`` None).
+    """
+
+    worker: str
+    kind: str  # "publish" or "ingest"
+    request_id: int
+    outcome: str
+    reason: str | None
+    epoch: int | None
+    cut: Cut
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The harness's durable state now, as data (what a scenario's expectations read).
+
+    ``writer``: the worker whose attempt wrote the record's op_id (None before any
+    write); ``checkpoints``: the stored checkpoint of every member of the current
+    epoch (None: none stored); ``unfinal``: per member, the events its source has
+    not finalized yet, in the order it finalizes them (position order: a
+    ``finalize`` step finalizes the first).
+    """
+
+    epoch: int
+    record: PublicationRecord
+    writer: str | None
+    checkpoints: Mapping[str, Checkpoint | None]
+    unfinal: Mapping[str, tuple[str, ...]]
+
+
 @dataclass
 class _Request:
     kind: str  # "publish" or "ingest"
@@ -163,6 +216,13 @@ class _Worker:
     request: _Request | None = None
     pending: Call | None = None
     failed: bool = False
+    incarnation: int = 1
+    ended: RequestEnd | None = None
+
+    @property
+    def wire_name(self) -> str:
+        """The name the SUT is told: ``<worker>.<n>`` after its ``n - 1``-th restart."""
+        return self.name if self.incarnation == 1 else f"{self.name}.{self.incarnation}"
 
 
 class Run:
@@ -226,6 +286,42 @@ class Run:
     def violations(self) -> tuple[Violation, ...]:
         return tuple(self._violations)
 
+    # --- the step-by-step API (public, stable) -------------------------------------------
+
+    def busy(self, worker: str) -> bool:
+        """Whether ``worker`` has a request in progress (started, not yet ended)."""
+        return self.workers[worker].request is not None
+
+    def pending_call(self, worker: str) -> PendingCall | None:
+        """The call ``worker`` waits on (None: idle, or its request just ended)."""
+        w = self.workers[worker]
+        if w.pending is None or w.request is None:
+            return None
+        return PendingCall(worker, w.request.kind, w.request.id, w.pending.call_id, w.pending.op)
+
+    def last_end(self, worker: str) -> RequestEnd | None:
+        """How ``worker``'s most recent request ended (None: none ended yet).
+
+        Compare its ``request_id`` with the one of :meth:`pending_call` to tell
+        whether the request a step drove has ended.
+        """
+        return self.workers[worker].ended
+
+    def snapshot(self) -> Snapshot:
+        """The stores and the source now (see :class:`Snapshot`)."""
+        world = self.world
+        record = world.record
+        owner = None if record.op_id is None else world.op_ids.get(record.op_id)
+        checkpoints: dict[str, Checkpoint | None] = {}
+        unfinal: dict[str, tuple[str, ...]] = {}
+        for partition in world.members():
+            checkpoints[partition] = world.stored(world.epoch, partition)
+            truth = world.truth[(world.epoch, partition)]
+            unfinal[partition] = tuple(ev.id for ev in truth.log[truth.final :])
+        return Snapshot(
+            world.epoch, record, None if owner is None else owner[0], checkpoints, unfinal
+        )
+
     # --- talking ------------------------------------------------------------------------
 
     def _send(self, worker: _Worker, message: JSONObject) -> None:
@@ -244,34 +340,36 @@ class Run:
         """Start every worker and shake hands; a failure stops the run."""
         try:
             for worker in self.workers.values():
-                worker.channel = self.factory.start(worker.name)
-                self._send(worker, hello_message())
-                line = self._receive(worker)
-                try:
-                    msg = parse_sut_message(line)
-                except MessageError as exc:
-                    raise SutFailure(
-                        Rule.HANDSHAKE, f"hello answered with {exc}", worker.name
-                    ) from None
-                if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
-                    raise SutFailure(
-                        Rule.HANDSHAKE,
-                        f"hello (protocol {PROTOCOL_VERSION}) answered with {line[:200]!r}",
-                        worker.name,
-                    )
-                level = "publisher" if worker.role == "publisher" else "checkpointer"
-                if level not in msg.levels:
-                    raise SutFailure(
-                        Rule.HANDSHAKE,
-                        f"this world needs level {level!r} but the SUT implements "
-                        f"{', '.join(msg.levels) or 'none'}",
-                        worker.name,
-                    )
-                self.sut_name, self.sut_levels = msg.name, msg.levels
+                self._greet(worker)
         except SutFailure as failure:
             if failure.worker is None:
                 failure = SutFailure(failure.rule, failure.message, "harness")
             self._fail(failure)
+
+    def _greet(self, worker: _Worker) -> None:
+        """Start the worker's SUT process (or session) and shake hands."""
+        worker.channel = self.factory.start(worker.name)
+        self._send(worker, hello_message())
+        line = self._receive(worker)
+        try:
+            msg = parse_sut_message(line)
+        except MessageError as exc:
+            raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", worker.name) from None
+        if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
+            raise SutFailure(
+                Rule.HANDSHAKE,
+                f"hello (protocol {PROTOCOL_VERSION}) answered with {line[:200]!r}",
+                worker.name,
+            )
+        level = "publisher" if worker.role == "publisher" else "checkpointer"
+        if level not in msg.levels:
+            raise SutFailure(
+                Rule.HANDSHAKE,
+                f"this world needs level {level!r} but the SUT implements "
+                f"{', '.join(msg.levels) or 'none'}",
+                worker.name,
+            )
+        self.sut_name, self.sut_levels = msg.name, msg.levels
 
     # --- what may happen next -----------------------------------------------------------
 
@@ -333,10 +431,18 @@ class Run:
             return worker.role == "reader" and action.partition in self.world.membership.partitions
         if isinstance(action, Answer):
             worker = self.workers.get(action.worker)
-            return (
-                worker is not None
-                and worker.pending is not None
-                and action.mode in MODES[worker.pending.op]
+            if (
+                worker is None
+                or worker.pending is None
+                or worker.request is None
+                or action.mode not in MODES[worker.pending.op]
+            ):
+                return False
+            # A scripted provider answers with its script: the page shapes do not apply.
+            return not (
+                worker.pending.op == "fetch_page"
+                and action.mode not in ("ok", "lost")
+                and self.world.scripted(worker.request.epoch, worker.request.partition)
             )
         if isinstance(action, Advance):
             return self.world.can_advance(action.partition)
@@ -344,19 +450,37 @@ class Run:
             return self.world.can_finalize(action.partition)
         if isinstance(action, Reshard):
             return self.world.can_reshard()
+        if isinstance(action, Certify):
+            return self.world.can_certify(action.partition, action.cut)
+        if isinstance(action, Serve):
+            return action.partition in self.world.membership.partitions
+        if isinstance(action, Crash):
+            worker = self.workers.get(action.worker)
+            return worker is not None and worker.channel is not None and not worker.failed
+        if action.cut is not None and action.kind != "missing":
+            try:
+                action.cut.validated(self.world.order, "inject.cut")
+            except ValueError:
+                return False
         return self.world.can_inject(action.partition, action.kind)
 
     # --- steps --------------------------------------------------------------------------
 
     def execute(self, action: Action, *, drain: bool = False) -> bool:
-        """Run ``action`` if it is possible now; False if it was skipped."""
+        """Run ``action`` if it is possible now; False if it was skipped.
+
+        Every step is followed by the soundness check; the step's own
+        judgements (writes, outcomes, explicit certifications) run inside it.
+        A ``serve`` step whose events are not the partition's raises
+        :class:`~fencepost.harness.world.SetupError` (the caller's mistake).
+        """
         if not self.possible(action):
             return False
         self.step += 1
         try:
             says = self._do(action)
         except SutFailure as failure:
-            if failure.worker is None and isinstance(action, Publish | Ingest | Answer):
+            if failure.worker is None and isinstance(action, Publish | Ingest | Answer | Crash):
                 failure = SutFailure(failure.rule, failure.message, action.worker)
             self._fail(failure)
             says = f"{describe(action)}: {failure.rule.value}: {failure.message}"
@@ -380,7 +504,21 @@ class Run:
             return self._start_ingest(self.workers[action.worker], action.partition)
         if isinstance(action, Answer):
             return self._answer(self.workers[action.worker], action.mode)
-        if isinstance(action, Advance):
+        if isinstance(action, Crash):
+            return self._crash(self.workers[action.worker])
+        if isinstance(action, Certify):
+            text = self._certify(action)
+        elif isinstance(action, Serve):
+            claim = None if action.claim is None else Claim(action.claim, action.final)
+            # A page that contradicts the ground truth is the caller's mistake: its
+            # SetupError propagates out of execute().
+            world.serve(
+                action.partition, action.token, action.events, action.next_token, claim, action.lost
+            )
+            text = describe(action) + (
+                f"; next token {action.next_token!r}" if action.next_token else "; last page"
+            )
+        elif isinstance(action, Advance):
             stored = world.advance(action.partition)
             text = (
                 f"an honest reader certifies {action.partition} {stored.cut} "
@@ -401,7 +539,7 @@ class Run:
             )
         else:
             self.injections += 1
-            stored_cp = world.inject(action.partition, action.kind)
+            stored_cp = world.inject(action.partition, action.kind, action.cut)
             if stored_cp is None:
                 text = f"operator deletes {action.partition}'s checkpoint of epoch {world.epoch}"
             else:
@@ -412,6 +550,44 @@ class Run:
                 )
         self._note("env", "**", text)
         return text
+
+    def _certify(self, action: Certify) -> str:
+        world = self.world
+        key = (world.epoch, action.partition)
+        before, stored = world.certify(action.partition, action.cut)
+        self._violate(
+            judge_checkpoint_write(
+                world,
+                key,
+                None if before is None else before.checkpoint,
+                before.injected if before is not None else False,
+                stored,
+            ),
+            "env",
+        )
+        return (
+            f"an honest reader certifies {action.partition} {stored.cut} "
+            f"(epoch {stored.epoch}, generation {stored.generation})"
+        )
+
+    def _crash(self, worker: _Worker) -> str:
+        """Kill the worker's process mid-request and start a fresh, greeted one."""
+        assert worker.channel is not None
+        pending = worker.pending
+        doing = (
+            "idle"
+            if worker.request is None
+            else f"in {worker.request.kind} request #{worker.request.id}"
+            + ("" if pending is None else f" before its {pending.op} was answered")
+        )
+        self._note(worker.name, "**", f"crash: the process dies {doing}")
+        worker.channel.close(0.0)
+        worker.channel = None
+        worker.request = None
+        worker.pending = None
+        worker.incarnation += 1
+        self._greet(worker)
+        return f"{worker.name} crashes {doing}; restarted as {worker.wire_name}"
 
     def _next_request_id(self) -> int:
         self._next_id += 1
@@ -434,7 +610,7 @@ class Run:
         worker.request = request
         self._send(
             worker,
-            publish_message(request.id, worker.name, self.setup.stream, self.setup.policy),
+            publish_message(request.id, worker.wire_name, self.setup.stream, self.setup.policy),
         )
         return f"{worker.name} starts publication attempt #{request.id}; {self._await(worker)}"
 
@@ -448,7 +624,7 @@ class Run:
             worker,
             ingest_message(
                 request.id,
-                worker.name,
+                worker.wire_name,
                 partition,
                 self.setup.scope,
                 request.epoch,
@@ -677,7 +853,15 @@ class Run:
             if mode == "lost":
                 self._reply(worker, reply_timeout(call.call_id))
                 return f"fetch_page {mode_words(mode)}"
-            page = world.page(key[0], key[1], index, mode)
+            if world.scripted(*key):
+                scripted = world.scripted_page(key[0], key[1], payload.token)
+                if scripted is None:
+                    self._reply(worker, reply_timeout(call.call_id))
+                    return f"fetch_page of {payload.token!r} times out (scripted)"
+                page = scripted
+                index = -1
+            else:
+                page = world.page(key[0], key[1], index, mode)
             self._reply(worker, reply_ok(call.call_id, page=page_to_json(page)))
             ids = ", ".join(e.id for e in page.events) or "no events"
             claim = (
@@ -685,7 +869,8 @@ class Run:
                 if page.claim is None
                 else f"{'final' if page.claim.final else 'non-final'} claim {page.claim.cut}"
             )
-            return f"fetch_page at {index} {mode_words(mode)}: {ids}; {claim}"
+            at = repr(payload.token) if index < 0 else str(index)
+            return f"fetch_page at {at} {mode_words(mode)}: {ids}; {claim}"
         if isinstance(payload, RecordOutcome):
             known = {ev.id for ev in world.truth[key].log}
             if payload.event_id not in known:
@@ -772,6 +957,15 @@ class Run:
             raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), worker.name) from None
         assert request.attempt is not None
         self._violate(judge_publish_ok(self.world.order, request.attempt, reply), worker.name)
+        worker.ended = RequestEnd(
+            worker.name,
+            "publish",
+            request.id,
+            reply.outcome,
+            reply.reason,
+            reply.epoch,
+            reply.cut,
+        )
         reason = f" {reply.reason}" if reply.reason else ""
         return f"it ends: {reply.outcome}{reason} {show(reply.epoch, reply.cut)}"
 
@@ -782,6 +976,9 @@ class Run:
             raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), worker.name) from None
         self._violate(
             judge_ingest_ok(self.world, (request.epoch, request.partition), reply), worker.name
+        )
+        worker.ended = RequestEnd(
+            worker.name, "ingest", request.id, "ingest_ok", None, None, reply.cut
         )
         return f"it ends: ingest_ok {reply.cut}"
 

@@ -390,6 +390,16 @@ def in_downset(order: Order, cut: Cut, at: Coordinate) -> bool:
 INJECT_KINDS: tuple[str, ...] = ("missing", "wrong_scope", "wrong_epoch", "provisional")
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptedPage:
+    """A page the provider serves as scripted (schedule step ``serve``): event ids of
+    the ground truth, the continuation token, and the claim, if any, untrusted."""
+
+    events: tuple[EventSpec, ...]
+    next_token: str | None
+    claim: Claim | None
+
+
 @dataclass
 class Stored:
     """A checkpoint in the store and whether the harness put it there as a misconfiguration."""
@@ -416,6 +426,11 @@ class World:
     env_progress: dict[tuple[int, str], int] = field(default_factory=dict)
     tokens: dict[str, tuple[int, str, int]] = field(default_factory=dict)
     op_ids: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Scripted pages per (epoch, partition) and token; a key listed here is served
+    #: from its script only.
+    script: dict[tuple[int, str], dict[str | None, ScriptedPage]] = field(default_factory=dict)
+    #: How many more fetches of a scripted (epoch, partition, token) time out first.
+    page_losses: dict[tuple[int, str, str | None], int] = field(default_factory=dict)
     _serial: int = 0
 
     @staticmethod
@@ -495,6 +510,83 @@ class World:
                     self._note_final_claim((epoch, partition), cut)
         return Page(events, next_token, claim)
 
+    def serve(
+        self,
+        partition: str,
+        token: str | None,
+        events: tuple[str, ...],
+        next_token: str | None,
+        claim: Claim | None,
+        lost: int,
+    ) -> ScriptedPage:
+        """Script the page a fetch of ``token`` gets from now on (current epoch).
+
+        :class:`SetupError` when an event is not in the partition's ground truth
+        of this epoch, the claim's cut does not fit the order, or a token is
+        already the provider's for another partition or epoch. The claim is not
+        checked here: whatever the SUT stores because of it is judged against
+        the ground truth like any other checkpoint.
+        """
+        key = (self.epoch, partition)
+        if partition not in self.membership.partitions:
+            raise SetupError(f"serve: {partition!r} is not a member of epoch {self.epoch}")
+        truth = {ev.id: ev for ev in self.truth[key].log}
+        unknown = [e for e in events if e not in truth]
+        if unknown:
+            raise SetupError(
+                f"serve: {', '.join(unknown)} not among {partition}'s events in epoch "
+                f"{self.epoch}; a page carries events of the ground truth"
+            )
+        if claim is not None:
+            try:
+                claim.cut.validated(self.order, "serve.claim")
+            except ValueError as exc:
+                raise SetupError(str(exc)) from None
+        for name in (token, next_token):
+            if name is None:
+                continue
+            issued = self.tokens.get(name)
+            owner = issued[:2] if issued is not None else None
+            for other, pages in self.script.items():
+                named = set(pages) | {p.next_token for p in pages.values()}
+                if other != key and name in named:
+                    owner = other
+            if owner is not None and owner != key:
+                raise SetupError(
+                    f"serve: token {name!r} is already the provider's for {owner[1]} in epoch "
+                    f"{owner[0]}; use another name"
+                )
+        page = ScriptedPage(tuple(truth[e] for e in events), next_token, claim)
+        self.script.setdefault(key, {})[token] = page
+        self.page_losses[(key[0], key[1], token)] = lost
+        return page
+
+    def scripted(self, epoch: int, partition: str) -> bool:
+        """Whether this partition's pages come from the script (``serve`` steps)."""
+        return (epoch, partition) in self.script
+
+    def scripted_page(self, epoch: int, partition: str, token: str | None) -> Page | None:
+        """The scripted answer to a fetch of ``token`` (None: this fetch times out).
+
+        A token with no scripted page gets an empty page without claim or
+        continuation (the source has nothing more yet). The continuation is
+        registered as issued, and a final claim is noted as made.
+        """
+        losses = self.page_losses.get((epoch, partition, token), 0)
+        if losses:
+            self.page_losses[(epoch, partition, token)] = losses - 1
+            return None
+        scripted = self.script[(epoch, partition)].get(token)
+        if scripted is None:
+            return Page((), None, None)
+        if scripted.next_token is not None:
+            self.tokens.setdefault(scripted.next_token, (epoch, partition, -1))
+        claim = scripted.claim
+        if claim is not None and claim.final and not claim.cut.is_nothing:
+            self._note_final_claim((epoch, partition), claim.cut)
+        events = tuple(Event(ev.id, ev.at) for ev in scripted.events)
+        return Page(events, scripted.next_token, claim)
+
     def _note_final_claim(self, key: tuple[int, str], cut: Cut) -> None:
         best = self.final_claims.get(key)
         if best is None or compare_cuts(self.order, cut, best) > 0:
@@ -556,6 +648,52 @@ class World:
         )
         return self.store_checkpoint(key, checkpoint)
 
+    def can_certify(self, partition: str, cut: Cut) -> bool:
+        """An honest reader only certifies a cut of the order ahead of the stored one
+        (a misconfigured checkpoint it simply replaces)."""
+        if partition not in self.membership.partitions or cut.is_nothing:
+            return False
+        try:
+            cut.validated(self.order, "certify.cut")
+        except ValueError:
+            return False
+        entry = self.checkpoints.get((self.epoch, partition))
+        if entry is None or entry.injected:
+            return True
+        return compare_cuts(self.order, cut, entry.checkpoint.cut) > 0
+
+    def certify(self, partition: str, cut: Cut) -> tuple[Stored | None, Checkpoint]:
+        """An honest reader certifies exactly ``cut``: the source finalizes the events
+        of its downset, their outcomes become durable, the provider's final claim
+        is noted and the checkpoint stored. Returns what the store held before and
+        the stored checkpoint (for the same judgement as a SUT's write).
+
+        The checkpoint's token is a real resume point: the provider's token for the
+        first event past the cut, or, for a scripted partition, the token already
+        stored for it (None when there is none), so a SUT reader resuming from it
+        is never handed a token the provider did not issue.
+        """
+        key = (self.epoch, partition)
+        truth = self.truth[key]
+        covered = truth.covered(cut)
+        truth.final = max(truth.final, covered)
+        for ev in truth.log[:covered]:
+            self.outcomes.setdefault(ev.id, "processed")
+        self.env_progress[key] = max(self.env_progress.get(key, 0), covered)
+        self._note_final_claim(key, cut)
+        before = self.checkpoints.get(key)
+        token: str | None = None
+        if self.scripted(*key):
+            held = None if before is None else before.checkpoint.token
+            if held is not None and self.tokens.get(held, (0, "", 0))[:2] == key:
+                token = held
+        elif covered < len(truth.log):
+            token = self.token_for(key[0], partition, covered)
+        checkpoint = Checkpoint(
+            partition, cut, token, 1, self.setup.scope, self.epoch, Finality.FINAL
+        )
+        return before, self.store_checkpoint(key, checkpoint)
+
     def can_finalize(self, partition: str) -> bool:
         if partition not in self.membership.partitions:
             return False
@@ -585,13 +723,15 @@ class World:
             return (self.epoch, partition) in self.checkpoints
         return kind in INJECT_KINDS
 
-    def inject(self, partition: str, kind: str) -> Checkpoint | None:
+    def inject(self, partition: str, kind: str, cut: Cut | None = None) -> Checkpoint | None:
         """Put a misconfigured checkpoint in the store (or remove one: ``missing``).
 
-        The injected cut claims the partition's whole log, events without
-        outcomes included, so a publisher that trusts it publishes an untrue
-        claim. ``wrong_epoch`` copies the previous epoch's checkpoint when there
-        is one (the realistic mistake after a reshard).
+        Without ``cut`` the injected cut claims the partition's whole log, events
+        without outcomes included, so a publisher that trusts it publishes an
+        untrue claim, and ``wrong_epoch`` copies the previous epoch's checkpoint
+        when there is one (the realistic mistake after a reshard). With ``cut``
+        the checkpoint claims exactly that cut (``wrong_epoch``: stamped with the
+        previous epoch).
         """
         key = (self.epoch, partition)
         if kind == "missing":
@@ -608,10 +748,14 @@ class World:
             older = None
             if self.epoch_index > 0:
                 older = self.stored(self.setup.epochs[self.epoch_index - 1].epoch, partition)
-            if older is not None:
+            if older is not None and cut is None:
                 top, epoch, token = older.cut, older.epoch, older.token
+            elif cut is not None and self.epoch_index > 0:
+                epoch = self.setup.epochs[self.epoch_index - 1].epoch
             else:
                 epoch = self.epoch - 1
+        if cut is not None:
+            top = cut.validated(self.order, "inject.cut")
         return self.store_checkpoint(
             key, Checkpoint(partition, top, token, 1, scope, epoch, finality), injected=True
         )

@@ -37,6 +37,8 @@ REQUIRED = {
     "confirm-revision",
     "reason-order",
     "compare-swap",
+    "scope-blind",
+    "fence-blind",
 }
 
 
@@ -55,7 +57,10 @@ def test_mutants_change_one_real_piece(name: str) -> None:
         variant.provider is not WireProvider,
         variant.policy is not None,
     ]
-    assert sum(changed) == 1, "a mutant swaps exactly one piece of the real implementation"
+    # provisional-ok is one misreading (non-final taken as final) met at two places,
+    # the merge and the ingest pass, like the model's mutant of the same name.
+    pieces = 2 if name == "provisional-ok" else 1
+    assert sum(changed) == pieces, "a mutant swaps one piece of the real implementation"
     assert issubclass(variant.publisher_store, PublisherWireStore)
     assert issubclass(variant.reader_store, ReaderWireStore)
     assert issubclass(variant.provider, WireProvider)

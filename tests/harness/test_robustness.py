@@ -44,6 +44,12 @@ def send(obj):
     sys.stdout.flush()
 
 
+def send_together(*objs):
+    # One write: the lines reach the harness together, so none arrives "late".
+    sys.stdout.write("".join(json.dumps(obj) + "\\n" for obj in objs))
+    sys.stdout.flush()
+
+
 def next_read(msg, done):
     n = int(msg["call_id"][1:])
     if n == 1:
@@ -210,7 +216,11 @@ def test_unknown_field_in_a_call(tmp_path: Path) -> None:
 
 
 def test_unsolicited_message_while_idle(tmp_path: Path) -> None:
-    rule, message = run(fake(tmp_path, reply="next_read(msg, lambda: (withheld(), withheld()))"))
+    twice = (
+        'next_read(msg, lambda: send_together(*[{"type": "publish_ok", "id": rid, '
+        '"outcome": "withheld", "epoch": 1, "cut": None, "reason": "missing_checkpoint"}] * 2))'
+    )
+    rule, message = run(fake(tmp_path, reply=twice))
     assert rule is Rule.CALL_PAIRING
     assert "unsolicited" in message
 

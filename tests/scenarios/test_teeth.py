@@ -266,11 +266,12 @@ def test_a_wrong_expectation_fails_with_expected_and_actual(target: str) -> None
     assert str(mismatch) in result.detail
 
 
-def test_an_inconsistent_world_is_an_error_naming_the_line() -> None:
+@pytest.mark.parametrize("target", ["impl", "sut"])
+def test_an_inconsistent_world_is_an_error_naming_the_line(target: str) -> None:
     extra = '[[steps]]\ndo = "certify"\npartition = "B"\ncut = "before 100"\n\n'
     text = WRONG.replace('[[steps]]\ndo = "publish"', extra + '[[steps]]\ndo = "publish"')
     scenario = load_text(text, "tmp/wrong-ok.toml")
-    result = run_one(scenario, "impl")
+    result = run_one(scenario, target)
     assert result.status == "error"
     assert result.detail.startswith(f"tmp/wrong-ok.toml:{_step_line(text, 3)}: step 3: ")
     assert "only certifies a cut ahead" in result.detail
@@ -308,6 +309,12 @@ partition = "A"
     result = run_one(load_text(text, "tmp/liar-ok.toml"), "impl")
     assert result.status == "error"
     assert "covers a2, which no page has delivered" in result.detail
+    # Through the harness the scripted claim is not refused but judged: the correct
+    # SUT trusts the provider's final claim, and its checkpoint covers a2, which
+    # has no recorded outcome: checkpoint truth, against the ground truth.
+    sut = run_one(load_text(text, "tmp/liar-ok.toml"), "sut")
+    assert sut.status == "fail"
+    assert "checkpoint_truth" in sut.detail and "a2" in sut.detail
 
 
 def test_targets_that_cannot_express_a_step_skip_with_the_reason() -> None:
@@ -315,5 +322,40 @@ def test_targets_that_cannot_express_a_step_skip_with_the_reason() -> None:
     forced = run_one(scenario, "model", RunOptions(force=True))
     assert forced.status == "skip"
     assert "keeps every partition a member of every epoch" in forced.detail
-    crash = run_one(load_shipped("debezium-dbz-5915-ok"), "sut", RunOptions(force=True))
-    assert crash.status == "skip" and "scripted page" in crash.detail
+    orders = run_one(load_shipped("incomparable-orders-ok"), "sut", RunOptions(force=True))
+    assert orders.status == "skip" and "one order for every partition" in orders.detail
+
+
+UNSERVED = """\
+name = "unserved-ok"
+description = "an ingest pass over a partition whose provider the scenario never scripted"
+source = "tests"
+
+[orders.ts]
+kind = "integer"
+successor = false
+
+[[epochs]]
+epoch = 1
+members = { A = "ts" }
+
+[[truth]]
+partition = "A"
+events = [{ id = "a1", at = 10 }]
+
+[[steps]]
+do = "ingest"
+reader = "r1"
+partition = "A"
+expect = { cut = "nothing" }
+checkpoints = { A = "none" }
+"""
+
+
+@pytest.mark.parametrize("target", ["impl", "sut"])
+def test_a_partition_never_served_has_nothing_to_fetch_on_every_target(target: str) -> None:
+    # Through the harness too: the scenario's provider, not pages cut from the truth.
+    result = run_one(load_text(UNSERVED, "tmp/unserved-ok.toml"), target)
+    assert result.status == "pass", result.detail
+    wrong = UNSERVED.replace('expect = { cut = "nothing" }', 'expect = { cut = "through 10" }')
+    assert run_one(load_text(wrong, "tmp/unserved-ok.toml"), target).status == "fail"
