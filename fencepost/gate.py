@@ -117,6 +117,22 @@ def _mutants(options: GateOptions) -> PartResult:
     return PartResult("mutants", True, f"all {n} model mutants caught by the invariant they break")
 
 
+def _refinement(options: GateOptions) -> PartResult:
+    import os
+
+    from fencepost.properties.refinement import run_refinement
+
+    report = run_refinement(
+        options.backend,
+        options.refinement_examples,
+        options.seed,
+        database_url=os.environ.get("FENCEPOST_DATABASE_URL")
+        if options.backend == "postgres"
+        else None,
+    )
+    return PartResult("refinement", report.passed, report.summary, tuple(report.details()))
+
+
 def _scenarios(options: GateOptions) -> PartResult:
     from fencepost.properties.scenarios_runner import RunOptions, load, run_all
 
@@ -180,6 +196,7 @@ PARTS: dict[str, Part] = {
         Part("proofs", "Z3 theorems of the cut algebra", _proofs),
         Part("explore", "bounded exhaustive exploration of the model", _explore),
         Part("mutants", "every model mutant caught", _mutants),
+        Part("refinement", "model and implementation in lockstep (Hypothesis)", _refinement),
         Part("scenarios", "the scenario library on model and implementation", _scenarios),
         Part("conformance", "the conformance harness against fencepost sut", _conformance),
     )

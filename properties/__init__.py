@@ -3,4 +3,10 @@
 - ``fencepost.properties.proofs``: Z3 proofs of the before/through cut algebra, derived
   from the downset definition of docs/semantics §2, and the Z3 decision procedure the
   implementation's comparison is cross-checked against.
+- ``fencepost.properties.refinement``: the model and the implementation in lockstep (a
+  Hypothesis state machine over memory, SQLite or PostgreSQL): :func:`run_refinement`.
+- ``fencepost.properties.lockstep``: workers whose every store call waits for the
+  controller (deterministic interleaving at store-call granularity).
+- ``fencepost.properties.impl_mutants``: the foundation issue's known bugs planted into
+  the implementation by subclassing, for the refinement check's teeth.
 """
