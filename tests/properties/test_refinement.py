@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -314,17 +315,20 @@ def test_the_fencing_wrappers_really_break_fencing() -> None:
 
 # --- slow: longer and seeded runs ---------------------------------------------------
 
+#: Examples per long run; CI's bounded form uses the default, soak runs raise it.
+LONG_EXAMPLES = int(os.environ.get("FENCEPOST_LONG_EXAMPLES", "600"))
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [None, 1, 2])
 def test_memory_backend_long_run(seed: int | None) -> None:
-    report = run_refinement("memory", 2000, seed)
+    report = run_refinement("memory", LONG_EXAMPLES, seed)
     assert report.passed, explain(report)
 
 
 @pytest.mark.slow
 def test_sqlite_backend_long_run() -> None:
-    report = run_refinement("sqlite", 1000, None)
+    report = run_refinement("sqlite", LONG_EXAMPLES // 2, None)
     assert report.passed, explain(report)
 
 
