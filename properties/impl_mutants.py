@@ -26,6 +26,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fencepost.harness.bugs import BlindSuccessMixin, StaleCutRetryMixin
 from fencepost.impl.cuts import Cut, Endpoint
 from fencepost.impl.orders import Coordinate, Order
 from fencepost.impl.provider import Claim, Page
@@ -33,9 +34,7 @@ from fencepost.impl.publisher import Policy, Publisher, PublisherStore, _Propose
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
-    Applied,
     CheckpointApplied,
-    Conflict,
     IndefiniteStoreError,
     PublicationWrite,
 )
@@ -193,27 +192,12 @@ class _StoreProxy:
         return self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
 
 
-class _BlindStore(_StoreProxy):
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            # The bug: no response is taken as an acknowledgement.
-            return Applied(PublicationRecord(epoch, cut, expected_revision + 1, op_id))
+class _BlindStore(BlindSuccessMixin, _StoreProxy):
+    """The pass-through store with :class:`~fencepost.harness.bugs.BlindSuccessMixin`."""
 
 
-class _StaleRetryStore(_StoreProxy):
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        written = self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
-        if isinstance(written, Conflict):
-            # The bug: retry the old cut on the new revision, no reread, no recompute.
-            revision = written.record.revision
-            return self.inner.write_publication(stream, revision, epoch, cut, op_id)
-        return written
+class _StaleRetryStore(StaleCutRetryMixin, _StoreProxy):
+    """The pass-through store with :class:`~fencepost.harness.bugs.StaleCutRetryMixin`."""
 
 
 class BlindSuccessPublisher(Publisher):

@@ -43,7 +43,15 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from fencepost.harness.adapter import Misreading
-from fencepost.harness.mutants import EpochBlind, ProvisionalOk, Relabel, SkipMissing
+from fencepost.harness.bugs import (
+    BlindSuccessMixin,
+    ConfirmRevisionMixin,
+    FenceBlindMixin,
+    OverwriteMixin,
+    StaleCutRetryMixin,
+    TrustingMixin,
+)
+from fencepost.harness.mutants import EpochBlind, ProvisionalOk, Relabel, ScopeBlind, SkipMissing
 from fencepost.impl import faults
 from fencepost.impl.cuts import Cut, Endpoint
 from fencepost.impl.memory import MemoryStore
@@ -55,7 +63,6 @@ from fencepost.impl.records import Checkpoint, Finality, Membership, Publication
 from fencepost.impl.stores import (
     Applied,
     CheckpointApplied,
-    CheckpointConflict,
     CheckpointWrite,
     Conflict,
     IndefiniteStoreError,
@@ -716,111 +723,27 @@ class ScriptedProvider:
         )
 
 
-# -- variants (known bugs), each one piece swapped ---------------------------------------
+# -- variants (known bugs, each written once in fencepost.harness.bugs) ---------------------
 
 
-class ScopeBlind(Misreading):
-    """Checkpoints certified for another scope are read as this membership's."""
-
-    def checkpoints(
-        self, membership: Membership, checkpoints: Sequence[Checkpoint]
-    ) -> tuple[Checkpoint, ...]:
-        return tuple(dataclasses.replace(c, scope=membership.scope) for c in checkpoints)
+class BlindSuccessView(BlindSuccessMixin, PublisherView):
+    """The worker's publisher view with :class:`~fencepost.harness.bugs.BlindSuccessMixin`."""
 
 
-class BlindSuccessView(PublisherView):
-    """A lost write response is taken as success (amazon-kinesis-client #108, inverted)."""
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            return Applied(PublicationRecord(epoch, cut, expected_revision + 1, op_id))
+class ConfirmRevisionView(ConfirmRevisionMixin, PublisherView):
+    """The worker's publisher view with :class:`~fencepost.harness.bugs.ConfirmRevisionMixin`."""
 
 
-class ConfirmRevisionView(PublisherView):
-    """After a lost write, a moved revision is read as proof that the claim is present
-    (Materialize PR #14003: two of the outcomes confused)."""
-
-    def __init__(self, world: ImplWorld, worker: str, misreading: Misreading) -> None:
-        super().__init__(world, worker, misreading)
-        self._lost: tuple[int, int, Cut] | None = None
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            self._lost = (expected_revision, epoch, cut)
-            raise
-
-    def read_publication(self, stream: str) -> PublicationRecord:
-        record = super().read_publication(stream)
-        lost, self._lost = self._lost, None
-        if lost is not None and record.revision > lost[0]:
-            return dataclasses.replace(record, epoch=lost[1], cut=lost[2])
-        return record
+class StaleCutRetryView(StaleCutRetryMixin, PublisherView):
+    """The worker's publisher view with :class:`~fencepost.harness.bugs.StaleCutRetryMixin`."""
 
 
-class StaleCutRetryView(PublisherView):
-    """A conflict is retried at once with the same cut on the new revision."""
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        result = super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        if isinstance(result, Conflict):
-            return super().write_publication(stream, result.record.revision, epoch, cut, op_id)
-        return result
+class FenceBlindView(FenceBlindMixin, PublisherView):
+    """The worker's publisher view with :class:`~fencepost.harness.bugs.FenceBlindMixin`."""
 
 
-class FenceBlindView(PublisherView):
-    """After a lost write, the attempt keeps the membership it held: a newer epoch in
-    the reread record is read as its own, and it retries in the old epoch."""
-
-    def __init__(self, world: ImplWorld, worker: str, misreading: Misreading) -> None:
-        super().__init__(world, worker, misreading)
-        self._pinned: Membership | None = None
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            self._pinned = self._membership
-            raise
-
-    def read_publication(self, stream: str) -> PublicationRecord:
-        record = super().read_publication(stream)
-        pinned = self._pinned
-        if pinned is not None and record.epoch > pinned.epoch:
-            return dataclasses.replace(record, epoch=pinned.epoch)
-        return record
-
-    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
-        current = super().read_membership(stream, epoch)
-        if self._pinned is not None:
-            self._membership = self._pinned
-            return self._pinned
-        return current
-
-
-class OverwriteView(ReaderView):
-    """A checkpoint write that loses is rewritten on top of the newer generation."""
-
-    def write_checkpoint(
-        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
-    ) -> CheckpointWrite:
-        result = super().write_checkpoint(stream, expected_generation, checkpoint)
-        if isinstance(result, CheckpointConflict) and result.checkpoint is not None:
-            generation = result.checkpoint.generation
-            again = dataclasses.replace(checkpoint, generation=generation + 1)
-            return super().write_checkpoint(stream, generation, again)
-        return result
+class OverwriteView(OverwriteMixin, ReaderView):
+    """The worker's reader view with :class:`~fencepost.harness.bugs.OverwriteMixin`."""
 
 
 class MaxObservedProvider(ScriptedProvider):
@@ -840,14 +763,8 @@ class MaxObservedProvider(ScriptedProvider):
         return Page(page.events, page.next_token, Claim(Cut.through(self._seen), True))
 
 
-class TrustingProvider(ScriptedProvider):
-    """Non-final claims ("caught up at this moment") are read as final."""
-
-    def fetch_page(self, partition: str, token: str | None) -> Page:
-        page = super().fetch_page(partition, token)
-        if page.claim is not None and not page.claim.final:
-            return Page(page.events, page.next_token, Claim(page.claim.cut, True))
-        return page
+class TrustingProvider(TrustingMixin, ScriptedProvider):
+    """The scripted provider with :class:`~fencepost.harness.bugs.TrustingMixin`."""
 
 
 @dataclass(frozen=True)

@@ -33,21 +33,21 @@ from fencepost.harness.adapter import (
     WireCaller,
     WireProvider,
 )
+from fencepost.harness.bugs import (
+    BlindSuccessMixin,
+    ConfirmRevisionMixin,
+    FenceBlindMixin,
+    OverwriteMixin,
+    StaleCutRetryMixin,
+    TrustingMixin,
+)
 from fencepost.harness.rules import Rule
 from fencepost.impl.cuts import Cut, Endpoint, compare_cuts
 from fencepost.impl.merge import Withheld
 from fencepost.impl.orders import Coordinate, Order
 from fencepost.impl.provider import Claim, Page
 from fencepost.impl.publisher import Policy
-from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
-from fencepost.impl.stores import (
-    Applied,
-    CheckpointConflict,
-    CheckpointWrite,
-    Conflict,
-    IndefiniteStoreError,
-    PublicationWrite,
-)
+from fencepost.impl.records import Checkpoint, Finality, Membership
 
 # --- merge misreadings ------------------------------------------------------------------
 
@@ -145,108 +145,30 @@ class ReasonOrder(Misreading):
         return tuple(dataclasses.replace(c, epoch=membership.epoch) for c in checkpoints)
 
 
-# --- publisher store bugs ---------------------------------------------------------------
+# --- publisher store bugs (behaviour in fencepost.harness.bugs) ------------------------
 
 
-class BlindSuccessStore(PublisherWireStore):
-    """A lost write response is taken as success (amazon-kinesis-client #108, inverted)."""
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            return Applied(PublicationRecord(epoch, cut, expected_revision + 1, op_id))
+class BlindSuccessStore(BlindSuccessMixin, PublisherWireStore):
+    """The wire publisher store with :class:`~fencepost.harness.bugs.BlindSuccessMixin`."""
 
 
-class ConfirmRevisionStore(PublisherWireStore):
-    """After a lost write, a moved revision is read as proof that the claim is present
-    (Materialize PR #14003: two outcomes confused)."""
-
-    def __init__(self, caller: WireCaller, misreading: Misreading) -> None:
-        super().__init__(caller, misreading)
-        self._lost: tuple[int, int, Cut] | None = None
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            self._lost = (expected_revision, epoch, cut)
-            raise
-
-    def read_publication(self, stream: str) -> PublicationRecord:
-        record = super().read_publication(stream)
-        lost, self._lost = self._lost, None
-        if lost is not None and record.revision > lost[0]:
-            return dataclasses.replace(record, epoch=lost[1], cut=lost[2])
-        return record
+class ConfirmRevisionStore(ConfirmRevisionMixin, PublisherWireStore):
+    """The wire publisher store with :class:`~fencepost.harness.bugs.ConfirmRevisionMixin`."""
 
 
-class FenceBlindStore(PublisherWireStore):
-    """After a lost write, the attempt keeps the membership it held: a newer epoch in
-    the reread record is read as its own epoch, and it retries in the old epoch
-    instead of applying the cutover rule (KAFKA-20357, Materialize #29432)."""
-
-    def __init__(self, caller: WireCaller, misreading: Misreading) -> None:
-        super().__init__(caller, misreading)
-        self._pinned: Membership | None = None
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            self._pinned = self._membership
-            raise
-
-    def read_publication(self, stream: str) -> PublicationRecord:
-        record = super().read_publication(stream)
-        pinned = self._pinned
-        if pinned is not None and record.epoch > pinned.epoch:
-            return dataclasses.replace(record, epoch=pinned.epoch)
-        return record
-
-    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
-        current = super().read_membership(stream, epoch)
-        if self._pinned is not None:
-            self._membership = self._pinned
-            return self._pinned
-        return current
+class FenceBlindStore(FenceBlindMixin, PublisherWireStore):
+    """The wire publisher store with :class:`~fencepost.harness.bugs.FenceBlindMixin`."""
 
 
-class StaleCutRetryStore(PublisherWireStore):
-    """A conflict is retried at once with the same cut on the new revision, without
-    rereading the checkpoints (a late retry that "cannot" lose)."""
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        result = super().write_publication(stream, expected_revision, epoch, cut, op_id)
-        if isinstance(result, Conflict):
-            return super().write_publication(stream, result.record.revision, epoch, cut, op_id)
-        return result
+class StaleCutRetryStore(StaleCutRetryMixin, PublisherWireStore):
+    """The wire publisher store with :class:`~fencepost.harness.bugs.StaleCutRetryMixin`."""
 
 
 # --- reader bugs --------------------------------------------------------------------------
 
 
-class OverwriteStore(ReaderWireStore):
-    """A checkpoint write that loses is rewritten on top of the newer generation:
-    last writer wins (apache/beam #36470)."""
-
-    def write_checkpoint(
-        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
-    ) -> CheckpointWrite:
-        result = super().write_checkpoint(stream, expected_generation, checkpoint)
-        if isinstance(result, CheckpointConflict) and result.checkpoint is not None:
-            generation = result.checkpoint.generation
-            again = dataclasses.replace(checkpoint, generation=generation + 1)
-            return super().write_checkpoint(stream, generation, again)
-        return result
+class OverwriteStore(OverwriteMixin, ReaderWireStore):
+    """The wire reader store with :class:`~fencepost.harness.bugs.OverwriteMixin`."""
 
 
 class MaxObservedProvider(WireProvider):
@@ -267,15 +189,8 @@ class MaxObservedProvider(WireProvider):
         return Page(page.events, page.next_token, Claim(Cut.through(self._seen), True))
 
 
-class TrustingProvider(WireProvider):
-    """A non-final claim ("caught up at this moment") is read as final: the pass
-    certifies a boundary the source has not vouched for (apache/beam #37326)."""
-
-    def fetch_page(self, partition: str, token: str | None) -> Page:
-        page = super().fetch_page(partition, token)
-        if page.claim is not None and not page.claim.final:
-            return Page(page.events, page.next_token, Claim(page.claim.cut, True))
-        return page
+class TrustingProvider(TrustingMixin, WireProvider):
+    """The wire provider with :class:`~fencepost.harness.bugs.TrustingMixin`."""
 
 
 class EpsilonProvider(WireProvider):
