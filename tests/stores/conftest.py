@@ -58,6 +58,29 @@ STORE_BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {
     "postgres": _postgres,
 }
 
+#: backends whose state does not outlive the store object (no close-and-reopen).
+NOT_DURABLE = frozenset({"memory"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect (not skip) ``durable``-marked tests on backends that keep nothing.
+
+    A skip would read as a missing service; a memory store has no reopen to test.
+    """
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("store_factory") if callspec is not None else None
+        if item.get_closest_marker("durable") and backend in NOT_DURABLE:
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 #: backends that need a real server: their tests carry the ``postgres`` mark.
 _MARKS: dict[str, pytest.MarkDecorator] = {"postgres": pytest.mark.postgres}
 
