@@ -4,7 +4,7 @@ Each publisher process owns one stream (one partition) and loops: write the
 partition's checkpoint one offset further (conditional on its generation), then
 run one full :meth:`Publisher.attempt` (read record, membership, checkpoints;
 merge; conditional write), which publishes the new cut. Every store call is
-recorded and the whole history is checked (linearizability and semantics.md
+recorded and the whole history is checked (linearizability and docs/semantics.md
 section 7) before the figures are printed. A publish is "durable" because
 every commit waits for the write-ahead log flush (``synchronous_commit=on``).
 

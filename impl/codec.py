@@ -1,4 +1,4 @@
-"""The JSON wire form of the domain values (conformance-protocol.md, "Values").
+"""The JSON wire form of the domain values (docs/conformance-protocol.md, "Values").
 
 One parser per value, each naming the exact field path in its error
 (``checkpoints[1].cut.kind``) and refusing unknown fields, bools posing as

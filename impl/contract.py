@@ -101,7 +101,7 @@ class UnknownContract(InvalidValue):
 
 
 class CoordinateKind(Enum):
-    """The kind of the order's coordinates (semantics.md section 1)."""
+    """The kind of the order's coordinates (docs/semantics.md section 1)."""
 
     INTEGER = "integer"
     STRING = "string"
@@ -266,7 +266,7 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class OrderFacts:
-    """The coordinate order (semantics.md section 1) and how values become coordinates."""
+    """The coordinate order (docs/semantics.md section 1) and how values become coordinates."""
 
     name: str
     kind: CoordinateKind

@@ -1,6 +1,6 @@
 """Cuts: certified coverage boundaries, compared by their downsets.
 
-A cut is ``before x``, ``through x`` or ``nothing`` (semantics.md section 2):
+A cut is ``before x``, ``through x`` or ``nothing`` (docs/semantics.md section 2):
 
 - ``D(before x) = {p : p < x}``: every event strictly before ``x`` is covered;
 - ``D(through x) = {p : p <= x}``: events at ``x`` are covered too;

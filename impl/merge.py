@@ -1,6 +1,6 @@
 """Merge: the one scalar frontier a checkpoint vector supports, or why there is none.
 
-semantics.md section 4. Given the membership of an epoch and the checkpoints
+docs/semantics.md section 4. Given the membership of an epoch and the checkpoints
 read for it, the frontier is the minimum cut over *every* member, published
 exactly as certified. A partition is never skipped because it is idle, empty or
 slow: its events could still be outstanding. When no scalar claim is true,
@@ -24,7 +24,7 @@ class WithheldReason(Enum):
 
     ``CUTOVER_PENDING`` is not a merge reason: the publisher reports it when a
     new epoch's frontier is still below the record under the ``monotone``
-    cutover policy (semantics.md section 6).
+    cutover policy (docs/semantics.md section 6).
     """
 
     MISSING_CHECKPOINT = "missing_checkpoint"
@@ -36,7 +36,7 @@ class WithheldReason(Enum):
     CUTOVER_PENDING = "cutover_pending"
 
 
-#: The merge reasons in checking order (semantics.md section 4).
+#: The merge reasons in checking order (docs/semantics.md section 4).
 MERGE_REASON_ORDER: tuple[WithheldReason, ...] = (
     WithheldReason.MISSING_CHECKPOINT,
     WithheldReason.EPOCH_MISMATCH,

@@ -1,6 +1,6 @@
 """Coordinate orders: the total orders that positions and cut coordinates live in.
 
-Every partition declares an order by name (semantics.md section 1). Two cuts or
+Every partition declares an order by name (docs/semantics.md section 1). Two cuts or
 two partitions are only comparable when they use the same order. An order says
 whether it has an exact successor: only then is ``through x`` the same claim as
 ``before succ(x)``. Without one (timestamps truncated to a precision, strings)
@@ -55,7 +55,7 @@ class Order(Protocol):
         ...
 
     def to_json(self) -> dict[str, object]:
-        """The wire form of conformance-protocol.md ("order")."""
+        """The wire form of docs/conformance-protocol.md ("order")."""
         ...
 
 

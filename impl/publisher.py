@@ -1,6 +1,6 @@
 """The publisher: moves a stream's publication record forward, and only ever truthfully.
 
-One :meth:`Publisher.attempt` is one publication attempt of semantics.md
+One :meth:`Publisher.attempt` is one publication attempt of docs/semantics.md
 sections 5 and 6. It reads the record, the current membership and that epoch's
 checkpoints (exactly the reads of the conformance protocol's publisher level,
 in that order), merges them, and writes the merged cut conditionally on the
@@ -51,7 +51,7 @@ _LOG = logging.getLogger("fencepost.publisher")
 
 
 class Policy(Enum):
-    """The membership cutover policy (semantics.md section 6)."""
+    """The membership cutover policy (docs/semantics.md section 6)."""
 
     MONOTONE = "monotone"
     RESET = "reset"
@@ -222,7 +222,7 @@ class Publisher:
         return op_id
 
     def attempt(self) -> PublishResult:
-        """One publication attempt (semantics.md sections 5 and 6); see the module docstring."""
+        """One publication attempt (docs/semantics.md sections 5 and 6); see the module docstring."""
         retries = 0
         writes = 0
         op_id: str | None = None

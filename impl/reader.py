@@ -1,7 +1,7 @@
 """The partition reader: turns a provider's pages into durable outcomes and true checkpoints.
 
 One :class:`PartitionReader` drives one partition of one membership epoch
-(semantics.md section 3). A pass reads the stored checkpoint, fetches pages
+(docs/semantics.md section 3). A pass reads the stored checkpoint, fetches pages
 from the checkpoint's token, hands every event to the user's handler and
 records the terminal outcome it returns, and writes a new checkpoint only when
 the provider made a *final* claim ahead of the stored cut. By then every event

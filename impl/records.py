@@ -49,7 +49,7 @@ class Membership:
 
     ``partitions`` maps each member to the name of its order; ``orders`` maps
     order names to orders. Epochs are increasing integers; a membership is
-    durable before any checkpoint of its epoch is written (semantics.md
+    durable before any checkpoint of its epoch is written (docs/semantics.md
     section 6), so a checkpoint of epoch ``e`` always has a membership to be
     judged against.
     """

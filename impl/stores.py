@@ -253,7 +253,7 @@ def admit_membership(stream: str, stored: Mapping[int, Membership], membership: 
 def admit_checkpoint(stream: str, membership: Membership | None, checkpoint: Checkpoint) -> None:
     """Refuse a checkpoint whose epoch has no durable membership naming its partition.
 
-    A membership is durable before any checkpoint of its epoch (semantics.md
+    A membership is durable before any checkpoint of its epoch (docs/semantics.md
     section 6), so a checkpoint always has the membership it will be judged
     against, and its cut fits the partition's order.
     """

@@ -3,7 +3,7 @@
 Core API, re-exported here: :class:`ModelConfig` and :func:`default_config`
 (bounds), :func:`initial`, :func:`actions`, :func:`step`, :func:`successors`
 and :func:`matching` (the state machine), :data:`INVARIANTS` (the oracle of
-semantics.md section 7) and :data:`MUTANTS` (known bugs to switch on). The
+docs/semantics.md section 7) and :data:`MUTANTS` (known bugs to switch on). The
 bounded explorer lives in :mod:`fencepost.model.explorer` (it imports
 networkx, so it is not loaded here).
 """

@@ -1,7 +1,7 @@
 """The model's own cut semantics, written independently of ``fencepost.impl``.
 
 Checking the implementation against the model only means something if the two
-were not written as one, so this module re-derives semantics.md section 2 from
+were not written as one, so this module re-derives docs/semantics.md section 2 from
 downsets in a few lines over tuples.
 
 Coordinates are stored in *half units*: the model coordinate value ``h`` stands

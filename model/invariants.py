@@ -1,4 +1,4 @@
-"""The oracle: semantics.md section 7 as named state predicates.
+"""The oracle: docs/semantics.md section 7 as named state predicates.
 
 Each :class:`Invariant` checks one property on one state and returns ``None``
 or a violation message in domain words. Properties about histories (the record

@@ -1,6 +1,6 @@
 """The fencepost protocol as a pure state machine over frozen, hashable states.
 
-Three sub-models, split by assume-guarantee (model-notes.md):
+Three sub-models, split by assume-guarantee (docs/model.md):
 
 ``ingest``
     Provider pages (empty, overlapping the previous page, with a final claim, a
@@ -156,7 +156,7 @@ def successors(state: State) -> Successors:
 
 
 def merge(state: State, epoch: int) -> tuple[str, Cut]:
-    """The model's merge (semantics.md section 4) of ``epoch``'s checkpoint vector.
+    """The model's merge (docs/semantics.md section 4) of ``epoch``'s checkpoint vector.
 
     Returns ``(reason, NOTHING)`` when withheld, ``("", cut)`` otherwise: the
     minimum over every member, published exactly as certified, ties broken by
@@ -687,7 +687,7 @@ def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> No
 
 
 def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> None:
-    """Read the membership epoch's checkpoints, merge, and decide (semantics.md 5 and 6).
+    """Read the membership epoch's checkpoints, merge, and decide (docs/semantics.md sections 5 and 6).
 
     Withheld: stop with the reason. Same epoch as the record: propose only a
     cut strictly ahead, else ``unchanged``. A newer epoch (cutover): under
@@ -818,7 +818,7 @@ def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
 
 
 def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
-    """The authoritative read after a lost response (semantics.md section 5).
+    """The authoritative read after a lost response (docs/semantics.md section 5).
 
     Same epoch and a cut at or past the proposal: ``confirmed`` (the claim is
     present, whoever wrote it). Otherwise, within the retry budget, the

@@ -48,7 +48,7 @@ _ALL = (
         "max-observed",
         "the ingest pass certifies 'through' the largest event it observed instead of the "
         "provider's final claim",
-        "semantics.md section 3: the largest event observed is never coverage",
+        "docs/semantics.md section 3: the largest event observed is never coverage",
         (("ingest", "ingest_truth"),),
     ),
     Mutant(
@@ -89,7 +89,7 @@ _ALL = (
     Mutant(
         "scope-blind",
         "the merge accepts checkpoints certified for another query scope",
-        "semantics.md section 4 (scope_mismatch)",
+        "docs/semantics.md section 4 (scope_mismatch)",
         (("publication", "soundness"),),
     ),
     Mutant(

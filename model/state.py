@@ -46,14 +46,14 @@ READING = 1
 FETCHED = 2
 READER_PHASES = ("idle", "paging", "holding a page")
 
-#: Attempt outcomes (semantics.md section 5); "" = no attempt reported yet.
+#: Attempt outcomes (docs/semantics.md section 5); "" = no attempt reported yet.
 PUBLISHED = "published"
 CONFIRMED = "confirmed"
 UNCHANGED = "unchanged"
 WITHHELD = "withheld"
 GAVE_UP = "gave_up"
 
-#: Merge / attempt reasons (semantics.md sections 4 and 6).
+#: Merge / attempt reasons (docs/semantics.md sections 4 and 6).
 MISSING_CHECKPOINT = "missing_checkpoint"
 EPOCH_MISMATCH = "epoch_mismatch"
 SCOPE_MISMATCH = "scope_mismatch"
@@ -67,7 +67,7 @@ CUTOVER_PENDING = "cutover_pending"
 
 
 class Checkpoint(NamedTuple):
-    """A stored partition checkpoint (semantics.md section 3), less its generation.
+    """A stored partition checkpoint (docs/semantics.md section 3), less its generation.
 
     The generation lives beside it in :attr:`Partition.generations` so the
     explorer can abstract it (only equality with a reader's expected
@@ -142,7 +142,7 @@ class Partition(NamedTuple):
 
 
 class Record(NamedTuple):
-    """The publication record ``(epoch, cut, revision, op_id)`` of semantics.md section 5."""
+    """The publication record ``(epoch, cut, revision, op_id)`` of docs/semantics.md section 5."""
 
     epoch: int
     cut: Cut

@@ -1,7 +1,7 @@
 """Machine-checked properties of fencepost.
 
 - ``fencepost.properties.proofs``: Z3 proofs of the before/through cut algebra, derived
-  from the downset definition of docs/semantics §2, and the Z3 decision procedure the
+  from the downset definition of docs/semantics.md section 2, and the Z3 decision procedure the
   implementation's comparison is cross-checked against.
 - ``fencepost.properties.refinement``: the model and the implementation in lockstep (a
   Hypothesis state machine over memory, SQLite or PostgreSQL): :func:`run_refinement`.

@@ -31,7 +31,7 @@ reads as ``info``). :func:`load_history` pairs the lines back into :class:`Op`.
    applied writes for one version, a version no write could have made, a
    conflict reported while the expected version was current, a stale read
    after a newer completed write: each is an anomaly.
-2. **semantics.md section 7** on the chain of values: epoch fence (the record's
+2. **docs/semantics.md section 7** on the chain of values: epoch fence (the record's
    epoch never decreases), monotone publication (within an epoch, and under the
    ``monotone`` policy across epochs), checkpoint monotonicity (cut never
    decreases), no relabeling (a published cut is at most what every member had
@@ -391,7 +391,7 @@ class OrderSpec:
 
 
 def cut_key(order: OrderSpec, cut: JSON) -> tuple[Any, ...]:
-    """A sort key whose order is inclusion of downsets (semantics.md section 2)."""
+    """A sort key whose order is inclusion of downsets (docs/semantics.md section 2)."""
     if cut is None:
         return (0,)
     at, kind = cut["at"], cut["kind"]
@@ -653,7 +653,7 @@ def _check_register(reg: _Register, out: list[Anomaly]) -> Chain:
     return Chain(values, visible_by, written_after)
 
 
-# --- semantics.md section 7 on the chains ----------------------------------------------
+# --- docs/semantics.md section 7 on the chains ----------------------------------------------
 
 
 def check_history(ops: Sequence[Op], ctx: Context) -> list[Anomaly]:

@@ -1,7 +1,7 @@
 """Z3 proofs of the before/through cut algebra, derived from the downset definition.
 
 No theorem assumes a closed-form comparison is right. Every one is stated over
-semantics.md section 2: a cut names a downset of event positions,
+docs/semantics.md section 2: a cut names a downset of event positions,
 
 - ``D(nothing) = {}``, ``D(before x) = {p : p < x}``, ``D(through x) = {p : p <= x}``,
 - ``c1 <= c2`` iff ``D(c1)`` is inside ``D(c2)`` for every set of events the order allows,
@@ -504,7 +504,7 @@ Comparator: TypeAlias = Callable[[OrderEncoding, SymbolicCut, SymbolicCut], Expr
 
 
 def spec_leq(order: OrderEncoding, a: SymbolicCut, b: SymbolicCut) -> Expr:
-    """The closed form of semantics.md section 2, case by case.
+    """The closed form of docs/semantics.md section 2, case by case.
 
     ``nothing`` is below everything and only ``nothing`` is below it; cuts of one kind
     compare by coordinate; ``through x <= before y`` iff ``x < y``; ``before x <=
@@ -558,7 +558,7 @@ def _fold_minimum(
 def min_merge(order: OrderEncoding, cuts: Sequence[SymbolicCut]) -> SymbolicCut:
     """The minimum of ``cuts`` under :func:`spec_leq`; among equal claims the smaller coordinate.
 
-    This is merge as semantics.md section 4 defines it once the withholding reasons are
+    This is merge as docs/semantics.md section 4 defines it once the withholding reasons are
     cleared: one of the certified cuts, published exactly as certified. Equal claims with
     different representations (``through x`` and ``before x+1`` with an exact successor)
     resolve to the smaller coordinate, ``through x``, as ``fencepost.impl.cuts.minimum``
@@ -766,7 +766,7 @@ def spec_order_exact(
         z3.Implies(downset_leq(order, a, b), comparator(order, a, b)),
     )
     statement = (
-        f"On the {order.description}: the closed-form order of semantics.md §2 "
+        f"On the {order.description}: the closed-form order of docs/semantics.md section 2 "
         "(before x < through x; through x < before y for x < y unless y = succ(x)) "
         "holds between two cuts exactly when D(a) ⊆ D(b)."
     )
@@ -1062,7 +1062,7 @@ def merge_deterministic(
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> TheoremResult:
     """Every ordering of the partitions publishes the same representation, not just the
-    same claim (semantics.md §2: ties are resolved deterministically)."""
+    same claim (docs/semantics.md section 2: ties are resolved deterministically)."""
     started = time.perf_counter()
     scope, cuts = _merge_scope(order, size)
     merged = merge(order, cuts)
@@ -1271,7 +1271,7 @@ def prove_all(names: Iterable[str] = ()) -> list[TheoremResult]:
 
 
 class OrderKind(enum.Enum):
-    """The three orders of semantics.md §1, for deciding concrete cut comparisons."""
+    """The three orders of docs/semantics.md section 1, for deciding concrete cut comparisons."""
 
     INTEGER_SUCCESSOR = "integer_successor"
     INTEGER_DENSE = "integer_dense"

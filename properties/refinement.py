@@ -51,7 +51,7 @@ implementation's durable state onto the model's state; they must agree):
   cut, token, scope, epoch, finality and generation;
 - the set of events with a durable terminal outcome.
 
-**What must hold after every step:** every invariant of semantics.md section 7
+**What must hold after every step:** every invariant of docs/semantics.md section 7
 (:data:`fencepost.model.invariants.INVARIANTS`) evaluated on the *abstracted
 implementation state*: ground truth (positions, source finality, moved
 events) is the harness's, durable outcomes, checkpoints and the record are the
@@ -347,7 +347,7 @@ def postgres_backend(store_factory: Callable[[], Store]) -> StoreBackend:
 class Finding:
     """One thing wrong at a step.
 
-    ``kind`` is ``invariant`` (a semantics.md section 7 property broken on the
+    ``kind`` is ``invariant`` (a docs/semantics.md section 7 property broken on the
     implementation's durable state), ``mismatch`` (the implementation did
     something the model does not allow here, or its durable state differs
     from the model's), or ``model`` (the model itself broke an invariant).

@@ -9,7 +9,7 @@ serves pages, ingest passes and publication attempts run with lost responses,
 pauses between calls, crashes), and what must be true after each step (the
 attempt's outcome, the publication record, the checkpoints). Every runner (the
 model, the implementation, a SUT through the conformance harness) also checks
-the properties of semantics.md section 7 after every step.
+the properties of docs/semantics.md section 7 after every step.
 
 A file's name carries its verdict: ``...-ok.toml`` is a schedule the correct
 protocol passes; ``...-bad.toml`` replays the schedule of a known bug
@@ -46,7 +46,7 @@ from fencepost.impl.tomllines import LineIndex, Path, format_path, index_lines
 # ---------------------------------------------------------------------------
 # Vocabulary
 
-#: The properties of semantics.md section 7 (``checkpoint_truth`` is the ingest
+#: The properties of docs/semantics.md section 7 (``checkpoint_truth`` is the ingest
 #: guarantee: a stored final checkpoint is true about the ground truth).
 PROPERTIES: tuple[str, ...] = (
     "soundness",

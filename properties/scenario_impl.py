@@ -250,7 +250,7 @@ class _Scheduler:
 
 
 class _Oracle:
-    """semantics.md section 7, judged against the ground truth after every change."""
+    """docs/semantics.md section 7, judged against the ground truth after every change."""
 
     def __init__(self, scenario: Scenario, store: Store, final: set[str]) -> None:
         self.sc = scenario

@@ -1,8 +1,8 @@
 """fencepost.harness: the JSON-lines conformance harness for any implementation.
 
-The SUT is a program speaking conformance-protocol.md over stdin/stdout; the
+The SUT is a program speaking docs/conformance-protocol.md over stdin/stdout; the
 harness starts one process per worker, plays the stores, the provider and the
-network, chooses every interleaving, and checks semantics.md section 7 and the
+network, chooses every interleaving, and checks docs/semantics.md section 7 and the
 protocol's rules after every step.
 
 The API other tools use (the scenario library runs scripted schedules with it):

@@ -1,7 +1,7 @@
 """Known store and provider bugs, each written once as a mixin over the store protocol.
 
 Each mixin bends one call of the publisher store, the reader store or the
-provider (a bug from the field, field-bugs.md, or a misreading of the
+provider (a bug from the field, docs/field-bugs.md, or a misreading of the
 procedure) and passes everything else through ``super()``. It knows nothing of
 where the calls go: the conformance harness composes it with its wire stores
 (:mod:`fencepost.harness.mutants`), the scenario runner with its scheduled

@@ -30,7 +30,7 @@ How each judgement is decided (documented in docs/conformance.md):
   ``published`` needs an acknowledged write of the same claim; ``confirmed``
   needs a write whose response was lost and a later read in the same epoch at
   or past it, the reported cut lying between the two (*lost-response
-  honesty*); ``unchanged`` and ``withheld`` must be what semantics.md sections
+  honesty*); ``unchanged`` and ``withheld`` must be what docs/semantics.md sections
   5 and 6 decide from the attempt's last reads of the record, the membership
   and the checkpoints (so ``unchanged`` while that merge was ahead of the
   record in the same epoch is dishonest, and a withheld reason must be the
@@ -300,7 +300,7 @@ def judge_ingest_ok(world: World, key: tuple[int, str], reply: IngestOk) -> list
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What semantics.md sections 5-6 decide from one snapshot of reads."""
+    """What docs/semantics.md sections 5-6 decide from one snapshot of reads."""
 
     kind: str  # "write", "unchanged" or "withheld"
     reason: WithheldReason | None = None

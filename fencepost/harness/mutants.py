@@ -5,7 +5,7 @@ Every mutant is the real implementation (:class:`~fencepost.impl.publisher.Publi
 swapped through :class:`~fencepost.harness.adapter.Variant`: a subclass of a
 wire store or provider adapter, a :class:`~fencepost.harness.adapter.Misreading`
 of the checkpoint vector, a compare function, or an overridden policy. None
-copies implementation code. Each models a bug from the field (field-bugs.md)
+copies implementation code. Each models a bug from the field (docs/field-bugs.md)
 or a misreading of the procedure.
 
 :data:`CATALOG` maps each name to its :class:`Mutant`, which also says at
@@ -121,7 +121,7 @@ class ProvisionalOk(Misreading):
 
 class ScopeBlind(Misreading):
     """A checkpoint certified for another query scope is read as this membership's
-    (semantics.md section 4, ``scope_mismatch`` never raised)."""
+    (docs/semantics.md section 4, ``scope_mismatch`` never raised)."""
 
     def checkpoints(
         self, membership: Membership, checkpoints: Sequence[Checkpoint]

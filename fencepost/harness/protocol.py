@@ -1,4 +1,4 @@
-"""The conformance protocol's messages, version 1 (conformance-protocol.md).
+"""The conformance protocol's messages, version 1 (docs/conformance-protocol.md).
 
 One JSON object per line, UTF-8, ``\\n``-ended. This module is the one place
 that knows the shape of every message, in both directions, so the harness and
@@ -48,7 +48,7 @@ PROTOCOL_VERSION = 1
 #: a failure of its sender: no honest message of this protocol comes near it.
 MAX_LINE_BYTES = 1 << 20
 
-#: The levels of conformance-protocol.md, in the order the harness tests them.
+#: The levels of docs/conformance-protocol.md, in the order the harness tests them.
 LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
 
 PUBLISHER_OPS: tuple[str, ...] = (
@@ -353,7 +353,7 @@ class MergeOk:
 
 @dataclass(frozen=True, slots=True)
 class ErrorReply:
-    """The SUT could not parse a message (conformance-protocol.md, Errors)."""
+    """The SUT could not parse a message (docs/conformance-protocol.md, Errors)."""
 
     id: WireId | None
     message: str

@@ -50,7 +50,7 @@ def replay_hint(failure: Failure, command: str) -> str:
 def render_failure(failure: Failure, command: str, *, transcript: bool = True) -> str:
     """A failure in words: the rule, the shortest schedule, the transcript, the seed."""
     v = failure.violation
-    kind = "semantics.md section 7 property" if v.rule.is_property else "protocol rule"
+    kind = "docs/semantics.md section 7 property" if v.rule.is_property else "protocol rule"
     out = [
         f"FAILURE: {v.rule.value} ({kind})",
         f"  meaning: {v.rule.meaning}",

@@ -1,4 +1,4 @@
-"""What the harness checks: the properties of semantics.md section 7 and the protocol rules.
+"""What the harness checks: the properties of docs/semantics.md section 7 and the protocol rules.
 
 Every failure the harness reports names one :class:`Rule`. Properties are
 statements about durable state and ground truth that must hold after every
@@ -16,7 +16,7 @@ from enum import Enum
 class Rule(Enum):
     """A property or protocol rule the harness checks; the value is its stable name."""
 
-    # semantics.md section 7 (and the ingest guarantee of conformance-protocol.md)
+    # docs/semantics.md section 7 (and the ingest guarantee of docs/conformance-protocol.md)
     SOUNDNESS = "soundness"
     NO_RELABELING = "no_relabeling"
     CERTIFIED_SUPPORT = "certified_support"
@@ -45,7 +45,7 @@ class Rule(Enum):
 
     @property
     def is_property(self) -> bool:
-        """True for semantics.md section 7 properties, False for protocol rules."""
+        """True for docs/semantics.md section 7 properties, False for protocol rules."""
         return self in _PROPERTIES
 
     @property
@@ -106,7 +106,7 @@ MEANINGS: dict[Rule, str] = {
     Rule.INGEST_REPORT: "ingest_ok reports a cut ahead of the checkpoint the store holds",
     Rule.ALGEBRA_COMPARE: "compare_ok disagrees with the downset order of the two cuts",
     Rule.ALGEBRA_MERGE: (
-        "merge_ok disagrees with the merge of semantics.md section 4: a different claim, or a "
+        "merge_ok disagrees with the merge of docs/semantics.md section 4: a different claim, or a "
         "different withheld reason (reasons are checked in the documented order)"
     ),
     Rule.OP_ID_REUSE: (

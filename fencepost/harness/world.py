@@ -377,7 +377,7 @@ def _sort_key(at: Coordinate) -> tuple[int, int | str]:
 def in_downset(order: Order, cut: Cut, at: Coordinate) -> bool:
     """``at`` is in ``D(cut)``: strictly below ``before x``, at or below ``through x``.
 
-    The harness's own few-line reading of semantics.md section 2, so the oracle
+    The harness's own few-line reading of docs/semantics.md section 2, so the oracle
     does not lean on the implementation's cut comparison to judge positions.
     """
     if cut.endpoint is Endpoint.NOTHING:

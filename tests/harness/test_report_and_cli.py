@@ -38,7 +38,7 @@ def _failing_report(
 def test_a_failure_renders_rule_schedule_transcript_and_seed() -> None:
     failure = _failing_report().failures[0]
     text = render_failure(failure, "my-sut")
-    assert text.startswith("FAILURE: monotone_publication (semantics.md section 7 property)")
+    assert text.startswith("FAILURE: monotone_publication (docs/semantics.md section 7 property)")
     assert f"--replay {failure.seed} -- my-sut" in text
     assert "shortest schedule found" in text and "transcript (" in text
     assert text.count("\n") > len(failure.transcript)

@@ -25,7 +25,7 @@ from fencepost.impl.orders import IntegerOrder
 
 OFFSETS = IntegerOrder("offsets", True)
 
-#: The reasoned example of procedure.txt: A before 100, B through 100, then A through 100.
+#: The reasoned example of docs/procedure.md: A before 100, B through 100, then A through 100.
 EXAMPLE = WorldSetup(
     order=OFFSETS,
     epochs=(

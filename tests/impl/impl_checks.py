@@ -2,7 +2,7 @@
 
 :class:`RecordingStore` wraps a store and keeps every call with its result or
 error. :func:`check_attempt` judges one publisher attempt from that trace alone
-(the rules of semantics.md sections 5 and 6): it does not trust the publisher's
+(the rules of docs/semantics.md sections 5 and 6): it does not trust the publisher's
 own account. :func:`check_sound` and :func:`check_checkpoints_true` judge the
 durable state against a simulated source's ground truth (section 7).
 """

@@ -1,4 +1,4 @@
-"""The publisher in every branch of semantics.md sections 5 and 6.
+"""The publisher in every branch of docs/semantics.md sections 5 and 6.
 
 Each attempt runs on a :class:`RecordingStore` and is judged by
 :func:`check_attempt` from the store calls alone; the teeth tests at the end

@@ -1,4 +1,4 @@
-"""The partition reader (semantics.md section 3) on awkward pages and late retries."""
+"""The partition reader (docs/semantics.md section 3) on awkward pages and late retries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model's own cut semantics (semantics.md section 2), checked against downsets."""
+"""The model's own cut semantics (docs/semantics.md section 2), checked against downsets."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Every store call of every process is recorded with invocation and completion
 times on the shared monotonic clock; the history is then checked for
 linearizability of the publication record and of every checkpoint (as
 version-conditional registers, indefinite operations as may-have-applied) and
-for the semantics.md section 7 properties (fencepost.properties.history).
+for the docs/semantics.md section 7 properties (fencepost.properties.history).
 Zero anomalies are expected; the teeth tests feed the same checker broken
 histories and watch it report each anomaly.
 """

@@ -11,7 +11,7 @@ safe (the implementation never claims an inclusion that does not hold): ``x + "\
 the exact successor of ``x`` in code-point order, so ``through x == before x+"\\0"``; and
 ``""`` is the least string, so ``before "" == nothing``. The implementation treats
 strings as dense and ranks those pairs strictly. The tests pin that these are the only
-differences; whether to close them is a decision for semantics.md.
+differences; whether to close them is a decision for docs/semantics.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shipped contracts' findings, pinned by hand from the facts in shared/providers.md.
+"""The shipped contracts' findings, pinned by hand from the facts in docs/providers.md.
 
 Each expectation below was written from reading the provider's facts, not by
 running the review: a change to a contract or to a rule that moves any of them

@@ -5,7 +5,7 @@ on fencepost's own SUT through the conformance harness. A skip is allowed only
 where the scenario's ``not_on`` declares it (and each declaration is shown to be
 still needed), or, on the SUT, where the harness API reports the gap. The index
 (scenarios/README.md) must list every scenario with the targets it really runs
-on, and every field-bugs.md entry has a scenario named after it.
+on, and every docs/field-bugs.md entry has a scenario named after it.
 """
 
 from __future__ import annotations
