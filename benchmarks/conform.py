@@ -23,7 +23,6 @@ import shutil
 import sys
 import time
 
-from fencepost.harness.adapter import InProcessSut
 from fencepost.harness.algebra import random_cases, run_algebra
 from fencepost.harness.conformance import ConformOptions, conform
 from fencepost.harness.schedule import Action
@@ -37,6 +36,7 @@ from fencepost.harness.world import (
     WorldSetup,
 )
 from fencepost.impl.orders import IntegerOrder
+from fencepost.sut.adapter import InProcessSut
 
 
 def _long_world(events: int) -> WorldSetup:

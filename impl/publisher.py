@@ -222,7 +222,7 @@ class Publisher:
         return op_id
 
     def attempt(self) -> PublishResult:
-        """One publication attempt (docs/semantics.md sections 5 and 6); see the module docstring."""
+        """One publication attempt (docs/semantics.md sections 5 and 6); see the module doc."""
         retries = 0
         writes = 0
         op_id: str | None = None

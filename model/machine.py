@@ -687,7 +687,7 @@ def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> No
 
 
 def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> None:
-    """Read the membership epoch's checkpoints, merge, and decide (docs/semantics.md sections 5 and 6).
+    """Read the membership epoch's checkpoints, merge, decide (docs/semantics.md sections 5-6).
 
     Withheld: stop with the reason. Same epoch as the record: propose only a
     cut strictly ahead, else ``unchanged``. A newer epoch (cutover): under

@@ -167,7 +167,7 @@ from fencepost.model.state import (
 from fencepost.model.state import Checkpoint as MCheckpoint
 from fencepost.model.state import Publisher as MPublisher
 from fencepost.model.state import Reader as MReader
-from fencepost.properties.impl_mutants import IMPL_MUTANTS, ImplMutant
+from fencepost.mutants.impl_catalog import IMPL_MUTANTS, ImplMutant
 from fencepost.properties.lockstep import (
     GATED_PROVIDER,
     GATED_STORE,

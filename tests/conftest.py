@@ -45,4 +45,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # PostgreSQL fixtures (pg_dsn, pg_schema, pg_store): FENCEPOST_DATABASE_URL or a
 # throwaway pgserver; PostgreSQL tests fail, never skip, when neither works.
-pytest_plugins = ["pg_server"]
+# store_backends: the store contract suite's backends (store_factory, store).
+pytest_plugins = ["pg_server", "store_backends"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fencepost.harness.adapter import SutSession
+from fencepost.sut.adapter import SutSession
 
 
 class Script:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fencepost.harness.adapter import CORRECT, InProcessSut, Misreading, Variant
 from fencepost.harness.algebra import (
     MILLIS,
     OFFSETS,
@@ -18,8 +17,10 @@ from fencepost.harness.algebra import (
 )
 from fencepost.harness.protocol import CompareOk, MergeOk
 from fencepost.harness.rules import Rule
-from fencepost.impl.cuts import Cut
-from fencepost.impl.records import Checkpoint, Finality, Membership
+from fencepost.impl.records import Checkpoint as ImplCheckpoint
+from fencepost.impl.records import Membership as ImplMembership
+from fencepost.judge.values import Checkpoint, Cut, Finality, Membership
+from fencepost.sut.adapter import CORRECT, InProcessSut, Misreading, Variant
 
 
 def merge_case(order_name: str, *cuts: Cut) -> MergeCase:
@@ -76,11 +77,11 @@ class ScopeFirst(Misreading):
     """A merge that ignores epochs when some scope is also wrong (for the test below)."""
 
     def checkpoints(
-        self, membership: Membership, checkpoints: Sequence[Checkpoint]
-    ) -> tuple[Checkpoint, ...]:
+        self, membership: ImplMembership, checkpoints: Sequence[ImplCheckpoint]
+    ) -> tuple[ImplCheckpoint, ...]:
         if any(c.scope != membership.scope for c in checkpoints):
             return tuple(
-                Checkpoint(
+                ImplCheckpoint(
                     c.partition, c.cut, c.token, c.generation, c.scope, membership.epoch, c.finality
                 )
                 for c in checkpoints

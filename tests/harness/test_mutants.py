@@ -10,7 +10,10 @@ import sys
 
 import pytest
 
-from fencepost.harness.adapter import (
+from fencepost.harness.conformance import ConformOptions, conform
+from fencepost.harness.transport import SubprocessSut
+from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.sut.adapter import (
     CORRECT,
     InProcessSut,
     Misreading,
@@ -18,9 +21,6 @@ from fencepost.harness.adapter import (
     ReaderWireStore,
     WireProvider,
 )
-from fencepost.harness.conformance import ConformOptions, conform
-from fencepost.harness.mutants import CATALOG
-from fencepost.harness.transport import SubprocessSut
 
 NAMES = sorted(CATALOG)
 REQUIRED = {
@@ -97,9 +97,7 @@ def _python_module(*args: str) -> list[str]:
 
 def test_through_real_subprocesses() -> None:
     options = ConformOptions(levels=frozenset({"algebra"}), schedules=0, algebra_batches=2)
-    caught = conform(
-        SubprocessSut(_python_module("fencepost.harness.mutant_sut", "compare-swap")), options
-    )
+    caught = conform(SubprocessSut(_python_module("fencepost.sut", "compare-swap")), options)
     assert caught.failures[0].violation.rule in CATALOG["compare-swap"].caught_by["algebra"]
     clean = conform(SubprocessSut(_python_module("fencepost", "sut")), options)
     assert clean.ok, clean.failures and str(clean.failures[0].violation)

@@ -11,9 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from fencepost.cli import main
-from fencepost.harness.adapter import InProcessSut
 from fencepost.harness.conformance import ConformOptions, ConformReport, conform
-from fencepost.harness.mutants import CATALOG
 from fencepost.harness.report import (
     RegressionError,
     load_regression,
@@ -25,6 +23,8 @@ from fencepost.harness.report import (
 )
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import RunResult
+from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.sut.adapter import InProcessSut
 
 PUBLISHER = ConformOptions(levels=frozenset({"publisher"}), schedules=0)
 
@@ -115,7 +115,7 @@ def test_junit_and_report_folder(tmp_path: Path) -> None:
 
 
 def mutant(name: str) -> list[str]:
-    return [sys.executable, "-m", "fencepost.harness.mutant_sut", name]
+    return [sys.executable, "-m", "fencepost.sut", name]
 
 
 def test_conform_exit_codes(tmp_path: Path) -> None:

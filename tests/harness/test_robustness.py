@@ -22,10 +22,10 @@ from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Publish
 from fencepost.harness.transport import SubprocessSut
 from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
-from fencepost.impl.orders import IntegerOrder
+from fencepost.judge.values import Order
 
 WORLD = WorldSetup(
-    order=IntegerOrder("offsets", True),
+    order=Order.integer("offsets", True),
     epochs=(EpochSetup(1, (PartitionSetup("A", (EventSpec("a1", 1),)),)),),
     publishers=("w1",),
     env_checkpoints=True,

@@ -10,7 +10,6 @@ from fencepost.harness import (
     Finalize,
     Ingest,
     Inject,
-    InProcessSut,
     PartitionSetup,
     Publish,
     Reshard,
@@ -18,12 +17,11 @@ from fencepost.harness import (
     WorldSetup,
     run_schedule,
 )
-from fencepost.harness.adapter import Variant
 from fencepost.harness.search import BASE, TINY
-from fencepost.impl.cuts import Cut
-from fencepost.impl.orders import IntegerOrder
+from fencepost.judge.values import Cut, Order
+from fencepost.sut.adapter import InProcessSut, Variant
 
-OFFSETS = IntegerOrder("offsets", True)
+OFFSETS = Order.integer("offsets", True)
 
 #: The reasoned example of docs/procedure.md: A before 100, B through 100, then A through 100.
 EXAMPLE = WorldSetup(

@@ -6,9 +6,7 @@ import random
 
 import pytest
 
-from fencepost.harness.adapter import InProcessSut
 from fencepost.harness.conformance import ConformOptions, conform, replay
-from fencepost.harness.mutants import CATALOG
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.search import (
@@ -25,6 +23,8 @@ from fencepost.harness.search import (
     shrink,
 )
 from fencepost.harness.world import WorldSetup
+from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.sut.adapter import InProcessSut
 
 
 @pytest.mark.parametrize(

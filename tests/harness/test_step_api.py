@@ -12,7 +12,6 @@ from fencepost.harness import (
     EpochSetup,
     EventSpec,
     Ingest,
-    InProcessSut,
     PartitionSetup,
     Publish,
     Reshard,
@@ -32,11 +31,10 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.transport import SubprocessSut
 from fencepost.harness.world import SetupError, World
-from fencepost.impl.cuts import NOTHING, Cut
-from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.records import Checkpoint, Finality
+from fencepost.judge.values import NOTHING, Checkpoint, Cut, Finality, Order
+from fencepost.sut.adapter import InProcessSut
 
-LSN = IntegerOrder("lsn", False)
+LSN = Order.integer("lsn", False)
 
 #: Two events share 500 (Debezium DBZ-5915); e3 is not final at the start.
 WORLD = WorldSetup(

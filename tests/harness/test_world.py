@@ -17,11 +17,9 @@ from fencepost.harness.world import (
     WorldSetup,
     in_downset,
 )
-from fencepost.impl.cuts import Cut
-from fencepost.impl.orders import IntegerOrder, StringOrder
-from fencepost.impl.records import Finality
+from fencepost.judge.values import Cut, Finality, Order
 
-MILLIS = IntegerOrder("millis", False)
+MILLIS = Order.integer("millis", False)
 
 
 def truth(
@@ -190,7 +188,7 @@ def test_bad_setups_are_refused_with_the_place(change: dict[str, object], messag
 
 def test_setup_json_round_trip_and_errors() -> None:
     setup = WorldSetup(
-        order=StringOrder("keys"),
+        order=Order.string("keys"),
         epochs=(
             EpochSetup(
                 1, (PartitionSetup("A", (EventSpec("a", "m"),), 0, ClaimStyle.BEFORE, "z"),)

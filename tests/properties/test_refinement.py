@@ -4,7 +4,7 @@ Fast by default (each backend well under a minute, derandomized so CI sees the
 same examples every run); ``--run-slow`` adds long and seeded runs and the
 mutant table on SQLite with shrinking. The teeth: every known bug of the
 foundation issue, planted into the implementation by subclassing
-(:mod:`fencepost.properties.impl_mutants`), is caught with the finding it is
+(:mod:`fencepost.mutants.impl_catalog`), is caught with the finding it is
 expected to show, and so are store bugs the abstraction and fencing
 comparisons exist for.
 """
@@ -33,7 +33,7 @@ from fencepost.impl.stores import (
 from fencepost.model.cuts import BEFORE, NOTHING, THROUGH, rank
 from fencepost.model.cuts import Cut as MCut
 from fencepost.model.mutants import MUTANTS
-from fencepost.properties.impl_mutants import IMPL_MUTANTS
+from fencepost.mutants.impl_catalog import IMPL_MUTANTS
 from fencepost.properties.refinement import (
     ORDERS,
     FailureReport,

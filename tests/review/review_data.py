@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fencepost.impl.contract import Contract, parse_contract
+from fencepost.contracts import Contract, parse_contract
 
 DATA = Path(__file__).parent / "data"
 MINIMAL = DATA / "minimal-ok.toml"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from review_data import DATA, MINIMAL, variant
 
 from fencepost.cli import main
-from fencepost.impl.contract import shipped_contract_names
+from fencepost.contracts import shipped_contract_names
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from review_data import DATA
 
-from fencepost.impl.contract import FIELDS
+from fencepost.contracts import FIELDS
 from fencepost.review.rules import RULES
 
 ROOT = Path(__file__).parents[2]

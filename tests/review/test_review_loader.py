@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from review_data import MINIMAL, variant
 
-from fencepost.impl.contract import (
+from fencepost.contracts import (
     Adjust,
     ContractError,
     CoordinateKind,
@@ -24,7 +24,7 @@ from fencepost.impl.contract import (
     shipped_contract_names,
 )
 from fencepost.impl.cuts import Endpoint
-from fencepost.impl.tomllines import format_path, index_lines, parse_path
+from fencepost.inputs.tomllines import format_path, index_lines, parse_path
 
 REQUIRED_PROVIDERS = {
     "kafka",

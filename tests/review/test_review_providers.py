@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from fencepost.impl.contract import load_contract, shipped_contract_names
+from fencepost.contracts import load_contract, shipped_contract_names
 from fencepost.review.rules import review_contract
 
 E, W, N = "error", "warning", "note"

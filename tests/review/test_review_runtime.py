@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from review_data import DATA, minimal_variant
 
-from fencepost.impl.contract import (
+from fencepost.contracts import (
     ContractError,
     Encoding,
     decode,

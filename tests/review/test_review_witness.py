@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 from review_data import DATA
 
-from fencepost.impl.contract import (
+from fencepost.contracts import (
     Adjust,
     Boundary,
     Encoding,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.impl.cuts import Cut
-from fencepost.properties.scenario_format import (
+from fencepost.judge.values import Cut
+from fencepost.scenarios.format import (
     Publish,
     ScenarioError,
     load_file,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.properties.scenario_format import load_shipped, shipped_names
-from fencepost.properties.scenarios_runner import RunOptions, run_one
+from fencepost.scenarios.format import load_shipped, shipped_names
+from fencepost.scenarios.library import RunOptions, run_one
 
 NAMES = shipped_names()
 ROOT = Path(__file__).resolve().parents[2]

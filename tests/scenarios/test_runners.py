@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fencepost.properties.scenario_format import Scenario, load_text
-from fencepost.properties.scenarios_runner import RunOptions, run_one
+from fencepost.scenarios.format import Scenario, load_text
+from fencepost.scenarios.library import RunOptions, run_one
 
 BASE = """\
 name = "{name}"

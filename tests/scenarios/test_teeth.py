@@ -20,18 +20,18 @@ from fencepost.impl.publisher import Policy, Publisher, _Propose, _Stop
 from fencepost.impl.reader import IngestStore, PartitionReader
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import Applied, IndefiniteStoreError, PublicationWrite
-from fencepost.properties.scenario_format import load_shipped, load_text
-from fencepost.properties.scenario_impl import (
+from fencepost.scenarios.format import load_shipped, load_text
+from fencepost.scenarios.impl_runner import (
     CORRECT,
     IMPL_VARIANTS,
     ImplDriver,
     PublisherFactory,
     PublisherView,
 )
-from fencepost.properties.scenario_model import ModelDriver
-from fencepost.properties.scenario_outcome import drive
-from fencepost.properties.scenario_sut import SutDriver, in_process_factory
-from fencepost.properties.scenarios_runner import RunOptions, run_one
+from fencepost.scenarios.library import RunOptions, run_one
+from fencepost.scenarios.model_runner import ModelDriver
+from fencepost.scenarios.outcome import drive
+from fencepost.scenarios.sut_runner import SutDriver, in_process_factory
 
 # --- deliberately broken implementations -------------------------------------------------
 
@@ -182,7 +182,7 @@ def test_the_harness_mutant_sut_fails_an_ok_scenario() -> None:
 
 
 def _bad_names() -> list[str]:
-    from fencepost.properties.scenario_format import shipped_names
+    from fencepost.scenarios.format import shipped_names
 
     return [n for n in shipped_names() if n.endswith("-bad")]
 
@@ -199,7 +199,7 @@ def test_bad_scenarios_are_not_caught_on_the_correct_implementation(name: str) -
 @pytest.mark.parametrize("variant", sorted(IMPL_VARIANTS))
 def test_every_impl_variant_breaks_a_property_in_some_shipped_schedule(variant: str) -> None:
     """Every known bug of the catalog is caught by the oracle on some schedule of the library."""
-    from fencepost.properties.scenario_format import shipped_names
+    from fencepost.scenarios.format import shipped_names
 
     caught = []
     for name in shipped_names():

@@ -1,6 +1,6 @@
 """The store contract: every guarantee of the Protocol docstrings in impl/stores.py.
 
-One suite, run against every backend of ``STORE_BACKENDS`` (conftest.py). The
+One suite, run against every backend of ``STORE_BACKENDS`` (tests/store_backends.py). The
 central checks are plain functions taking a factory, so the teeth tests at the
 bottom can run them against deliberately broken stores and watch them fail.
 """

@@ -1,0 +1,189 @@
+"""``fencepost contracts``: list and show the shipped provider contracts.
+
+``list`` gives one row per provider (order, finality sources, review verdict);
+``show NAME`` prints one contract's facts with their citations (``--format json``
+for the typed data, ``--format toml`` for the file itself). Exit 2 for an
+unknown name (with a suggestion).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from fencepost.contracts import (
+    Contract,
+    ContractError,
+    Guarantee,
+    UnknownContract,
+    load_shipped_contract,
+    shipped_contract_names,
+)
+from fencepost.inputs.tomllines import format_path
+from fencepost.review.findings import Severity
+from fencepost.review.report import review
+
+
+def _load(name: str) -> Contract:
+    try:
+        return load_shipped_contract(name)
+    except UnknownContract as exc:
+        raise click.BadParameter(exc.problem, param_hint="'NAME'") from None
+    except ContractError as exc:  # a shipped file that does not load is a packaging bug
+        click.echo(f"fencepost contracts: {exc}", err=True)
+        sys.exit(2)
+
+
+def _finality(contract: Contract) -> str:
+    final = [
+        c.name for c in contract.claims.values() if c.certifies and c.guarantee is Guarantee.FINAL
+    ]
+    return ", ".join(final) if final else "none"
+
+
+def _order(contract: Contract) -> str:
+    o = contract.order_facts
+    successor = "exact successor" if o.successor else "no successor"
+    shared = ", shared positions" if o.shared_positions else ""
+    opaque = ", opaque" if not o.comparable else ""
+    return f"{o.kind.value} ({successor}{shared}{opaque})"
+
+
+@click.group(name="contracts")
+def command() -> None:
+    """List and show the shipped provider contracts."""
+
+
+@command.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_contracts(as_json: bool) -> None:
+    """One row per shipped contract, with its review verdict."""
+    rows = []
+    for name in shipped_contract_names():
+        contract = _load(name)
+        report = review(contract)
+        rows.append(
+            {
+                "name": name,
+                "title": contract.provider.title,
+                "order": _order(contract),
+                "across_partitions": contract.partitions.order.value,
+                "frontier": contract.partitions.frontier.value,
+                "finality": _finality(contract),
+                "errors": report.count(Severity.ERROR),
+                "warnings": report.count(Severity.WARNING),
+                "notes": report.count(Severity.NOTE),
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Shipped provider contracts (fencepost review --provider NAME)")
+    for column in ("name", "provider", "order", "across", "finality", "review"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        verdict = f"{row['errors']}E {row['warnings']}W {row['notes']}N"
+        table.add_row(
+            str(row["name"]),
+            str(row["title"]),
+            str(row["order"]),
+            f"{row['across_partitions']} / {row['frontier']}",
+            str(row["finality"]),
+            verdict,
+        )
+    Console(width=max(120, Console().width)).print(table)
+
+
+@command.command(name="show")
+@click.argument("name")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "toml"]),
+    default="text",
+    show_default=True,
+)
+def show_contract(name: str, fmt: str) -> None:
+    """Print one shipped contract: its facts, boundaries, claims and citations."""
+    contract = _load(name)
+    if fmt == "toml":
+        resource = importlib.resources.files("fencepost.contracts") / f"{name}.toml"
+        click.echo(resource.read_text(encoding="utf-8"), nl=False)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(contract.to_json(), indent=2, ensure_ascii=False))
+        return
+    click.echo(_describe(contract), nl=False)
+
+
+def _cites(ids: tuple[str, ...]) -> str:
+    return f" [{', '.join(ids)}]" if ids else " [uncited]"
+
+
+def _describe(c: Contract) -> str:
+    o = c.order_facts
+    m = c.membership_facts
+    p = c.pagination
+    lines = [
+        f"{c.provider.title} ({c.provider.name})",
+        f"version: {c.provider.version}",
+        f"file: {c.origin}",
+        "",
+        "order:",
+        f"  {o.name}: {_order(c)}; encoding {o.encoding.value}{_cites(o.cite)}",
+        f"  resolution: {o.resolution}",
+    ]
+    if o.shared_positions:
+        ties = o.ties.value if o.ties else "not stated"
+        tiebreak = f" ({o.tiebreaker})" if o.tiebreaker else ""
+        lines.append(f"  ties: {ties}{tiebreak}")
+    lines += ["", "boundaries:"]
+    for b in c.boundaries.values():
+        lines.append(f"  {b.name} ({b.surface.value}) -> {b.cut.value}{_cites(b.cite)}")
+        lines.append(f"      {b.meaning}")
+    lines += ["", "claims (finality sources):"]
+    if not c.claims:
+        lines.append("  none")
+    for claim in c.claims.values():
+        use = "certifies" if claim.certifies else "does not certify"
+        adjust = f", adjust {claim.adjust.value}" if claim.adjust.value != "none" else ""
+        lines.append(
+            f"  {claim.name}: {claim.boundary} is {claim.guarantee.value}, {use} as "
+            f"{claim.as_kind.value}{adjust}, {claim.occurs.value}{_cites(claim.cite)}"
+        )
+        lines.append(f"      {claim.statement}")
+    lines += ["", "resume:"]
+    if not c.resume:
+        lines.append("  none")
+    for kind, rule in c.resume.items():
+        adjust = f" (adjust {rule.adjust.value})" if rule.adjust.value != "none" else ""
+        lines.append(f"  a {kind.value} checkpoint resumes with {rule.boundary}{adjust}")
+    lines += [
+        "",
+        f"partitions: {c.partitions.unit}s, order {c.partitions.order.value}, "
+        f"frontier {c.partitions.frontier.value}{_cites(c.partitions.cite)}",
+        f"membership: changes {m.changes.value}, discovery {m.discovery.value}, "
+        f"epochs {m.epochs.value}, lineage {m.lineage.value}{_cites(m.cite)}",
+        f"pagination: token {p.token.value}, overlap {p.overlap.value}, empty pages "
+        f"{p.empty_pages.value}, event id {p.event_id or 'none'}{_cites(p.cite)}",
+    ]
+    if c.caveats:
+        lines += ["", "caveats:"]
+        lines += [f"  - {cv.text}{_cites(cv.cite)}" for cv in c.caveats]
+    if c.unconfirmed:
+        lines += ["", "unconfirmed:"]
+        for u in c.unconfirmed:
+            state = f"resolved by {', '.join(u.resolved_by)}" if u.resolved else "unresolved"
+            lines.append(f"  - {format_path(u.field)} ({state}): {u.question}{_cites(u.cite)}")
+            if u.assumed:
+                lines.append(f"      assumed: {u.assumed}")
+    lines += ["", "sources:"]
+    for s in c.sources.values():
+        where = f" <{s.url}>" if s.url else ""
+        lines.append(f"  [{s.id}] {s.title}{where}")
+    return "\n".join(lines) + "\n"

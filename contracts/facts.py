@@ -1,0 +1,406 @@
+"""The vocabulary of a provider contract: errors, enumerations and the typed facts.
+
+Each fact is plain frozen data read from the TOML file by :mod:`fencepost.contracts.loader`;
+:class:`fencepost.contracts.contract.Contract` turns them into runtime decisions.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+from fencepost.impl.cuts import Cut, Endpoint
+from fencepost.impl.errors import InvalidValue
+from fencepost.impl.orders import Coordinate
+from fencepost.impl.provider import Claim
+from fencepost.inputs.tomllines import (
+    Path,
+)
+
+# ---------------------------------------------------------------------------
+# Errors
+
+
+class ContractError(InvalidValue):
+    """A contract file that cannot be read, parsed or trusted, with its place.
+
+    ``file`` and ``line`` locate the mistake (``line`` is None when the whole
+    file is at fault: unreadable, missing); ``field`` is the dotted path of the
+    offending field as an author writes it (``boundaries.AT_SEQUENCE_NUMBER.cut``).
+    """
+
+    def __init__(
+        self, file: str, line: int | None, field: str, problem: str, value: object = None
+    ) -> None:
+        super().__init__(field, value, problem)
+        self.file = file
+        self.line = line
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        return (
+            f"{where}: {self.field}: {self.problem}" if self.field else f"{where}: {self.problem}"
+        )
+
+
+class UnknownContract(InvalidValue):
+    """A contract name that is neither a shipped contract nor a readable file."""
+
+    def __init__(self, name: str, known: Iterable[str]) -> None:
+        known = sorted(known)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        super().__init__(
+            "contract",
+            name,
+            f"no shipped contract named {name!r} (known: {', '.join(known)}){hint} "
+            "— pass a path ending in .toml to load your own",
+        )
+        self.name = name
+        self.suggestion = close[0] if close else None
+
+
+# ---------------------------------------------------------------------------
+# The vocabulary
+
+
+class CoordinateKind(Enum):
+    """The kind of the order's coordinates (docs/semantics.md section 1)."""
+
+    INTEGER = "integer"
+    STRING = "string"
+
+
+class Encoding(Enum):
+    """How a value as the provider's API writes it becomes a coordinate.
+
+    Each integer encoding is order-preserving: the provider's order on values is
+    the integers' order on the encoded coordinates.
+    """
+
+    INTEGER = "integer"  # an integer, or a string of decimal digits (Kinesis sequence numbers)
+    STRING = "string"  # the string itself, compared by code point
+    LSN = "lsn"  # PostgreSQL "16/B374D848": (high << 32) | low
+    HLC = "hlc"  # CockroachDB "1589215296435678000.0000000001": wall * 10**10 + logical
+    RFC3339 = "rfc3339"  # "2024-05-01T12:00:00.123456789Z": nanoseconds since the epoch
+    BSON_TIMESTAMP = "bson-timestamp"  # MongoDB Timestamp(t, i) as [t, i]: (t << 32) | i
+    PAIR64 = "pair64"  # [sort value, tiebreaker in 0..2**64): value * 2**64 + tiebreaker
+
+
+class Surface(Enum):
+    """Where a boundary appears: a request parameter, or a field of a returned record."""
+
+    PARAMETER = "parameter"
+    RECORD = "record"
+
+
+class Guarantee(Enum):
+    """What a claim's source actually promises about the events in its downset."""
+
+    FINAL = "final"  # every event in the downset was returned and will never change
+    CAUGHT_UP = "caught-up"  # nothing newer was visible at the moment of the response
+    OBSERVED = "observed"  # only the greatest position seen so far
+    PROVISIONAL = "provisional"  # complete for now, but events in it may still change
+
+
+class Adjust(Enum):
+    """A change of coordinate between a boundary value and the cut (or back)."""
+
+    NONE = "none"
+    SUCCESSOR = "successor"  # x + 1
+    PREDECESSOR = "predecessor"  # x - 1
+
+
+class Occurs(Enum):
+    """When a claim is made: all along, only when a partition ends, or per snapshot."""
+
+    CONTINUOUS = "continuous"
+    PARTITION_END = "partition-end"
+    SNAPSHOT = "snapshot"
+
+
+class Ties(Enum):
+    """How boundaries treat a coordinate that several events share."""
+
+    ATOMIC = "atomic"  # every boundary covers all or none of the events at one coordinate
+    TIEBREAKER = "tiebreaker"  # the coordinate includes a tiebreaker that makes it unique
+
+
+class CrossOrder(Enum):
+    """Whether the partitions' coordinates lie on one shared order."""
+
+    SHARED = "shared"
+    PER_PARTITION = "per-partition"
+
+
+class Frontier(Enum):
+    """What the design publishes: one scalar cut, or the checkpoint vector."""
+
+    SCALAR = "scalar"
+    VECTOR = "vector"
+
+
+class MembershipChange(Enum):
+    """How the set of partitions changes, as a consumer sees it."""
+
+    NONE = "none"  # fixed
+    HIDDEN = "hidden"  # the provider changes internally and its claims already cover it
+    ADD = "add"  # partitions are added
+    SPLIT_MERGE = "split-merge"  # partitions split and merge (with parents and children)
+
+
+class Discovery(Enum):
+    """How a consumer learns that the membership changed."""
+
+    NONE = "none"
+    POLL = "poll"  # by listing partitions again
+    IN_BAND = "in-band"  # from records in the stream (child shards at shard end)
+    CALLBACK = "callback"  # from client callbacks (rebalance listeners)
+
+
+class Epochs(Enum):
+    """The runtime's membership epoch mechanism."""
+
+    NONE = "none"
+    PER_CHANGE = "per-change"  # a new durable epoch for every discovered change
+
+
+class Lineage(Enum):
+    """Whether children are read only after their parents are finished."""
+
+    NONE = "none"
+    PARENTS_FIRST = "parents-first"
+
+
+class TokenKind(Enum):
+    """Whether the continuation token is opaque or is itself a position."""
+
+    OPAQUE = "opaque"
+    POSITION = "position"
+
+
+class Possibility(Enum):
+    """Whether something can happen; ``possible`` is the conservative reading."""
+
+    POSSIBLE = "possible"
+    NEVER = "never"
+
+
+#: Encodings each coordinate kind accepts (the first is the default).
+ENCODINGS_OF_KIND: Mapping[CoordinateKind, tuple[Encoding, ...]] = MappingProxyType(
+    {
+        CoordinateKind.INTEGER: (
+            Encoding.INTEGER,
+            Encoding.LSN,
+            Encoding.HLC,
+            Encoding.RFC3339,
+            Encoding.BSON_TIMESTAMP,
+            Encoding.PAIR64,
+        ),
+        CoordinateKind.STRING: (Encoding.STRING,),
+    }
+)
+
+#: Top-level fields whose facts the runtime relies on (an unconfirmed one is a warning).
+LOAD_BEARING = frozenset({"order", "boundaries", "claims", "partitions", "membership", "resume"})
+
+# ---------------------------------------------------------------------------
+# Typed data
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """Who the contract is about and which version of their documentation it reads."""
+
+    name: str
+    title: str
+    version: str
+    summary: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A citation: a document by title, with a URL only where one was actually found."""
+
+    id: str
+    title: str
+    url: str | None
+    quote: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderFacts:
+    """The coordinate order (docs/semantics.md section 1) and how values become coordinates."""
+
+    name: str
+    kind: CoordinateKind
+    successor: bool
+    comparable: bool
+    resolution: str
+    encoding: Encoding
+    shared_positions: bool
+    ties: Ties | None
+    tiebreaker: str | None
+    example: object
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """A boundary the API exposes, mapped to the cut it marks at its value ``x``.
+
+    For a record (a claim), ``cut`` is the downset the record speaks about. For a
+    parameter (a resume position), ``cut`` is the downset a consumer resuming at
+    ``x`` will *not* be sent: an inclusive start ("at x") skips ``before x``, an
+    exclusive start ("after x") skips ``through x``.
+    """
+
+    name: str
+    surface: Surface
+    cut: Endpoint
+    meaning: str
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """A claim fencepost may take finality from: which boundary, what it guarantees, how used.
+
+    ``as_kind`` and ``adjust`` say which checkpoint cut the design derives from
+    the boundary value ``v``: ``(as_kind, v)``, or at ``v + 1`` / ``v - 1``.
+    """
+
+    name: str
+    boundary: str
+    guarantee: Guarantee
+    certifies: bool
+    as_kind: Endpoint
+    adjust: Adjust
+    occurs: Occurs
+    statement: str
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRule:
+    """How a checkpoint of one kind is turned back into a provider resume position."""
+
+    checkpoint: Endpoint
+    boundary: str
+    adjust: Adjust
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFacts:
+    """What a partition is called, whether partitions share an order, what is published."""
+
+    unit: str
+    order: CrossOrder
+    frontier: Frontier
+    statement: str | None
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipFacts:
+    """How the partition set changes, how a consumer learns of it, how epochs are formed."""
+
+    changes: MembershipChange
+    discovery: Discovery
+    epochs: Epochs
+    lineage: Lineage
+    statement: str | None
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PaginationFacts:
+    """Token opacity, page overlap, empty pages, and the stable event id outcomes use."""
+
+    token: TokenKind
+    overlap: Possibility
+    empty_pages: Possibility
+    event_id: str | None
+    statement: str | None
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Caveat:
+    """Something a user of the provider must know that no field captures."""
+
+    text: str
+    cite: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unconfirmed:
+    """A fact the sources did not settle: the field it concerns and what is assumed meanwhile."""
+
+    field: Path
+    question: str
+    assumed: str | None
+    cite: tuple[str, ...]
+    resolved_by: tuple[str, ...]
+
+    @property
+    def resolved(self) -> bool:
+        return bool(self.resolved_by)
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """One place where the design turns a boundary value into a cut or back.
+
+    ``role`` is ``claim`` (a provider value ``v`` becomes the checkpoint cut
+    ``(checkpoint, v ± adjust)``) or ``resume`` (a checkpoint cut ``(checkpoint, x)``
+    becomes the parameter value ``x ± adjust``). ``where`` is the path of the
+    contract entry that makes the use.
+    """
+
+    role: str
+    name: str
+    where: Path
+    boundary: Boundary
+    checkpoint: Endpoint
+    adjust: Adjust
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDecision:
+    """Whether one provider claim may certify a checkpoint, and as which cut.
+
+    ``cut`` is the cut the contract maps the value to. ``final`` is True only
+    when the claim's source guarantees finality and the mapping is true
+    whatever events the provider's facts allow; otherwise ``reason`` says why
+    not, and the claim may be recorded only as provisional.
+    """
+
+    claim: str
+    boundary: str
+    value: object
+    cut: Cut
+    final: bool
+    reason: str
+
+    def as_claim(self) -> Claim:
+        """The provider-page claim this decision stands for."""
+        return Claim(self.cut, self.final)
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePosition:
+    """Where to ask the provider to resume: a parameter boundary and its coordinate.
+
+    ``redelivers`` is True when the position is inclusive of events the
+    checkpoint already covers (they come again; outcomes are idempotent by
+    event id), never the reverse: a resume position never skips an event the
+    checkpoint does not cover.
+    """
+
+    boundary: str
+    at: Coordinate
+    redelivers: bool

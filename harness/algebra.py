@@ -1,0 +1,527 @@
+"""The algebra level: ``compare`` and ``merge`` checked against the project's cut algebra.
+
+Inputs are generated to sit where implementations go wrong: equal coordinates
+with different endpoint kinds, successor edges (``through x`` against
+``before x+1``, equal on an order with an exact successor and not otherwise),
+huge integers, strings compared by code point, several faults at once in one
+checkpoint vector (so the withheld reason must be the *first* in the documented
+order), checkpoints of non-members (ignored), incomparable orders.
+
+Equivalent cuts are equal claims: a ``merge_ok`` frontier is accepted in any
+representation with the same downset as the expected one (``before 5`` for
+``through 4`` on offsets); a different claim is reported with both the
+expected and the received cut.
+
+Before the cases the SUT is probed on error handling: a line that is not JSON
+must be answered with ``error`` (id null) and a request with an unparsable cut
+with ``error`` carrying the request's id, and the SUT must keep running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from dataclasses import dataclass
+
+from fencepost.harness.protocol import (
+    PROTOCOL_VERSION,
+    CompareOk,
+    ErrorReply,
+    HelloOk,
+    MergeOk,
+    MessageError,
+    compare_message,
+    encode,
+    hello_message,
+    merge_message,
+    parse_sut_message,
+    shutdown_message,
+)
+from fencepost.harness.rules import Rule, SutFailure, Violation
+from fencepost.harness.runner import SHUTDOWN_GRACE, TranscriptLine
+from fencepost.harness.transport import Channel, SutFactory
+from fencepost.judge.cuts import compare, same_claim
+from fencepost.judge.merge import Withheld, merge
+from fencepost.judge.values import (
+    NOTHING,
+    BadValue,
+    Checkpoint,
+    Coordinate,
+    Cut,
+    Finality,
+    Membership,
+    Order,
+)
+from fencepost.judge.wire import (
+    checkpoint_from_json,
+    cut_from_json,
+    membership_from_json,
+    order_from_json,
+)
+
+OFFSETS = Order.integer("offsets", True)
+MILLIS = Order.integer("millis", False)
+KEYS = Order.string("keys")
+ORDERS: tuple[Order, ...] = (OFFSETS, MILLIS, KEYS)
+
+_INT_POOL: tuple[int, ...] = (-1, 0, 1, 2, 3, 5, 10**40, 10**40 + 1)
+_STR_POOL: tuple[str, ...] = ("", "a", "a\x00", "ab", "b", "é", "\U0001f600", "z")
+
+
+@dataclass(frozen=True, slots=True)
+class CompareCase:
+    order: Order
+    a: Cut
+    b: Cut
+
+
+@dataclass(frozen=True, slots=True)
+class MergeCase:
+    membership: Membership
+    checkpoints: tuple[Checkpoint, ...]
+
+
+AlgebraCase = CompareCase | MergeCase
+
+
+def case_message(case: AlgebraCase, request_id: int) -> dict[str, object]:
+    """The request that asks the SUT about ``case``."""
+    if isinstance(case, CompareCase):
+        return compare_message(request_id, case.order, case.a, case.b)
+    return merge_message(request_id, case.membership, case.checkpoints)
+
+
+def case_from_message(message: dict[str, object]) -> AlgebraCase:
+    """The case a ``compare``/``merge`` request asks about (regression files store these)."""
+    kind = message.get("type")
+    try:
+        if kind == "compare" and set(message) == {"type", "id", "order", "a", "b"}:
+            order = order_from_json(message["order"], "case.order")
+            return CompareCase(
+                order,
+                cut_from_json(message["a"], "case.a", order),
+                cut_from_json(message["b"], "case.b", order),
+            )
+        if kind == "merge" and set(message) == {"type", "id", "membership", "checkpoints"}:
+            raw = message["checkpoints"]
+            if not isinstance(raw, list):
+                raise MessageError("case.checkpoints", "a list of checkpoints is required")
+            return MergeCase(
+                membership_from_json(message["membership"], "case.membership"),
+                tuple(checkpoint_from_json(c, f"case.checkpoints[{i}]") for i, c in enumerate(raw)),
+            )
+    except BadValue as exc:
+        raise MessageError(exc.field, f"{exc.problem} (got {exc.value!r})") from None
+    raise MessageError("case", "an algebra case is a compare or merge request with every field")
+
+
+def describe_case(case: AlgebraCase) -> str:
+    if isinstance(case, CompareCase):
+        o = case.order
+        kind = f"{o.kind.value}{', exact successor' if o.has_successor else ''}"
+        return f"compare on {o.name} ({kind}): a = {case.a}, b = {case.b}"
+    m = case.membership
+    members = ", ".join(f"{p}:{o}" for p, o in sorted(m.partitions.items())) or "none"
+    cps = "; ".join(
+        f"{c.partition} {c.cut} epoch {c.epoch} scope {c.scope} {c.finality.value}"
+        for c in case.checkpoints
+    )
+    return (
+        f"merge for epoch {m.epoch} scope {m.scope} members [{members}] "
+        f"checkpoints [{cps or 'none'}]"
+    )
+
+
+def expected(case: AlgebraCase) -> int | Cut | Withheld:
+    if isinstance(case, CompareCase):
+        return compare(case.order, case.a, case.b)
+    return merge(case.membership, case.checkpoints)
+
+
+# --- generation -------------------------------------------------------------------------
+
+
+def _coordinate(rng: random.Random, order: Order) -> Coordinate:
+    return rng.choice(_INT_POOL) if order.kind == "integer" else rng.choice(_STR_POOL)
+
+
+def _cut(rng: random.Random, order: Order, near: Cut | None = None) -> Cut:
+    roll = rng.random()
+    if roll < 0.12:
+        return NOTHING
+    at: Coordinate
+    if near is not None and not near.is_nothing and roll < 0.6:
+        assert near.at is not None
+        at = near.at
+        if order.kind == "integer" and rng.random() < 0.4:
+            assert isinstance(at, int)
+            at = at + rng.choice((1, -1))
+    else:
+        at = _coordinate(rng, order)
+    return Cut.before(at) if rng.random() < 0.5 else Cut.through(at)
+
+
+def random_compare(rng: random.Random) -> CompareCase:
+    order = rng.choice(ORDERS)
+    a = _cut(rng, order)
+    return CompareCase(order, a, _cut(rng, order, a))
+
+
+def random_merge(rng: random.Random) -> MergeCase:
+    order = rng.choice(ORDERS)
+    other = rng.choice([o for o in ORDERS if o.name != order.name])
+    epoch = rng.randint(1, 3)
+    names = ["A", "B", "C", "D"][: rng.randint(0, 4)]
+    partitions = {n: order.name for n in names}
+    if names and rng.random() < 0.15:
+        partitions[rng.choice(names)] = other.name
+    membership = Membership(epoch, "q1", partitions, {order.name: order, other.name: other})
+    checkpoints: list[Checkpoint] = []
+    anchor: Cut | None = None
+    for name in names:
+        if rng.random() < 0.1:
+            continue
+        o = membership.order_of(name)
+        cut = _cut(rng, o, anchor if o is order else None)
+        anchor = cut if o is order else anchor
+        checkpoints.append(
+            Checkpoint(
+                partition=name,
+                cut=cut,
+                token=rng.choice((None, "t", f"tok-{name}")),
+                generation=rng.randint(1, 5),
+                scope="q0" if rng.random() < 0.1 else "q1",
+                epoch=epoch - 1 if rng.random() < 0.1 else epoch,
+                finality=Finality.PROVISIONAL if rng.random() < 0.1 else Finality.FINAL,
+            )
+        )
+    if rng.random() < 0.15:
+        checkpoints.append(Checkpoint("GONE", _cut(rng, order), None, 1, "q1", epoch))
+    rng.shuffle(checkpoints)
+    return MergeCase(membership, tuple(checkpoints))
+
+
+def random_cases(seed: int, count: int = 100) -> list[AlgebraCase]:
+    """``count`` generated cases, about 60% compare and 40% merge, from ``seed``."""
+    rng = random.Random(seed)
+    return [random_compare(rng) if rng.random() < 0.6 else random_merge(rng) for _ in range(count)]
+
+
+def exhaustive_cases() -> list[AlgebraCase]:
+    """Every case within small bounds.
+
+    All pairs of cuts over three coordinates on each order (147 compares), and
+    every pair of per-member states over two members of one order (each of:
+    missing, nothing, before/through at two coordinates, wrong epoch, wrong
+    scope, provisional), two members of different orders, and the empty
+    membership.
+    """
+    cases: list[AlgebraCase] = []
+    for order in ORDERS:
+        coords: tuple[Coordinate, ...] = (1, 2, 3) if order.kind == "integer" else ("a", "b", "c")
+        cuts = [NOTHING] + [k(x) for x in coords for k in (Cut.before, Cut.through)]
+        cases.extend(CompareCase(order, a, b) for a in cuts for b in cuts)
+
+    states: list[tuple[str, Cut]] = [
+        ("missing", NOTHING),
+        ("ok", NOTHING),
+        ("ok", Cut.before(1)),
+        ("ok", Cut.through(1)),
+        ("ok", Cut.before(2)),
+        ("wrong_epoch", Cut.through(1)),
+        ("wrong_scope", Cut.through(1)),
+        ("provisional", Cut.through(1)),
+    ]
+
+    def checkpoint(name: str, state: str, cut: Cut) -> Checkpoint | None:
+        if state == "missing":
+            return None
+        return Checkpoint(
+            name,
+            cut,
+            None,
+            1,
+            "q0" if state == "wrong_scope" else "q1",
+            1 if state == "wrong_epoch" else 2,
+            Finality.PROVISIONAL if state == "provisional" else Finality.FINAL,
+        )
+
+    one_order = Membership(2, "q1", {"A": "offsets", "B": "offsets"}, {"offsets": OFFSETS})
+    for sa, ca in states:
+        for sb, cb in states:
+            cps = [c for c in (checkpoint("A", sa, ca), checkpoint("B", sb, cb)) if c is not None]
+            cases.append(MergeCase(one_order, tuple(cps)))
+    two_orders = Membership(
+        2, "q1", {"A": "offsets", "B": "millis"}, {"offsets": OFFSETS, "millis": MILLIS}
+    )
+    few = [s for s in states if s[0] in ("missing", "wrong_scope") or s[1] == Cut.through(1)]
+    for sa, ca in few:
+        for sb, cb in few:
+            cps = [c for c in (checkpoint("A", sa, ca), checkpoint("B", sb, cb)) if c is not None]
+            cases.append(MergeCase(two_orders, tuple(cps)))
+    cases.append(MergeCase(Membership(2, "q1", {}, {"offsets": OFFSETS}), ()))
+    return cases
+
+
+# --- running ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlgebraResult:
+    """One algebra run: the first failing case (if any), the transcript, the counts."""
+
+    violations: tuple[Violation, ...]
+    transcript: tuple[TranscriptLine, ...]
+    messages: int
+    cases_run: int
+    failing: AlgebraCase | None
+    equivalent_representations: int
+    stderr: dict[str, str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | str | None:
+    """None when right, a (rule, message) when wrong, ``"equivalent"`` for an equal
+    claim in another representation."""
+    want = expected(case)
+    if isinstance(case, CompareCase):
+        assert isinstance(want, int)
+        if not isinstance(reply, CompareOk):
+            return (
+                Rule.CALL_PAIRING,
+                f"merge_ok answers a compare request ({describe_case(case)})",
+            )
+        if reply.result != want:
+            return (
+                Rule.ALGEBRA_COMPARE,
+                f"{describe_case(case)}: expected {want}, got {reply.result}",
+            )
+        return None
+    if not isinstance(reply, MergeOk):
+        return (Rule.CALL_PAIRING, f"compare_ok answers a merge request ({describe_case(case)})")
+    if isinstance(want, Withheld):
+        if reply.withheld != want.reason.value:
+            said = f"withheld {reply.withheld}" if reply.withheld else f"frontier {reply.frontier}"
+            return (
+                Rule.ALGEBRA_MERGE,
+                f"{describe_case(case)}: expected withheld {want.reason.value}, got {said}",
+            )
+        return None
+    assert isinstance(want, Cut)
+    if reply.frontier is None:
+        return (
+            Rule.ALGEBRA_MERGE,
+            f"{describe_case(case)}: expected frontier {want}, got withheld {reply.withheld}",
+        )
+    m = case.membership
+    order = m.order_of(sorted(m.partitions)[0])
+    try:
+        got = reply.frontier.validated(order, "merge_ok.frontier")
+        same = same_claim(order, got, want)
+    except ValueError as exc:
+        return (Rule.ALGEBRA_MERGE, f"{describe_case(case)}: frontier does not fit: {exc}")
+    if not same:
+        return (
+            Rule.ALGEBRA_MERGE,
+            f"{describe_case(case)}: expected frontier {want}, got {got} (a different claim)",
+        )
+    return "equivalent" if got != want else None
+
+
+class _Session:
+    """One algebra worker: handshake, probes, cases; collects the transcript."""
+
+    def __init__(self, factory: SutFactory, timeout: float) -> None:
+        self.factory = factory
+        self.timeout = timeout
+        self.lines: list[TranscriptLine] = []
+        self.messages = 0
+        self.case_no = 0
+        self.channel: Channel | None = None
+        self.next_id = 0
+
+    def note(self, direction: str, text: str) -> None:
+        if direction != "**":
+            self.messages += 1
+        self.lines.append(TranscriptLine(self.case_no, "alg", direction, text))
+
+    def send(self, text: str) -> None:
+        assert self.channel is not None
+        self.note("->", text)
+        self.channel.send(text, self.timeout)
+
+    def receive(self) -> str:
+        assert self.channel is not None
+        line = self.channel.receive(self.timeout)
+        self.note("<-", line)
+        return line
+
+    def open(self) -> None:
+        self.channel = self.factory.start("alg")
+        self.send(encode(hello_message()))
+        line = self.receive()
+        try:
+            msg = parse_sut_message(line)
+        except MessageError as exc:
+            raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", "alg") from None
+        if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
+            raise SutFailure(Rule.HANDSHAKE, f"hello answered with {line[:200]!r}", "alg")
+        if "algebra" not in msg.levels:
+            raise SutFailure(Rule.HANDSHAKE, "the SUT does not implement level 'algebra'", "alg")
+
+    def probe(self) -> None:
+        """Unparsable input must get an ``error`` and leave the SUT running."""
+        self.send("this line is not JSON")
+        self.expect_error(None, "a line that is not JSON")
+        self.next_id += 1
+        bad = compare_message(self.next_id, OFFSETS, Cut.before(1), NOTHING)
+        bad["a"] = {"at": 1, "kind": "sideways"}
+        self.send(encode(bad))
+        self.expect_error(self.next_id, "a compare whose cut kind is 'sideways'")
+
+    def expect_error(self, request_id: int | None, what: str) -> None:
+        line = self.receive()
+        try:
+            msg = parse_sut_message(line)
+        except MessageError as exc:
+            raise SutFailure(
+                Rule.ERROR_HANDLING, f"{what} was answered with {exc}", "alg"
+            ) from None
+        if not isinstance(msg, ErrorReply) or msg.id != request_id:
+            raise SutFailure(
+                Rule.ERROR_HANDLING,
+                f"{what} must be answered with an error carrying id {request_id!r}; got "
+                f"{line[:200]!r}",
+                "alg",
+            )
+
+    def ask(self, case: AlgebraCase) -> CompareOk | MergeOk:
+        self.next_id += 1
+        request_id = self.next_id
+        self.send(encode(case_message(case, request_id)))
+        line = self.receive()
+        try:
+            msg = parse_sut_message(line)
+        except MessageError as exc:
+            raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), "alg") from None
+        if isinstance(msg, ErrorReply):
+            raise SutFailure(
+                Rule.SUT_ERROR,
+                f"{describe_case(case)} was answered with an error: {msg.message[:300]}",
+                "alg",
+            )
+        if not isinstance(msg, CompareOk | MergeOk):
+            raise SutFailure(Rule.CALL_PAIRING, f"unexpected answer {line[:200]!r}", "alg")
+        if type(msg.id) is not int or msg.id != request_id:
+            raise SutFailure(
+                Rule.CALL_PAIRING,
+                f"the answer carries id {msg.id!r}; the request's id is {request_id}",
+                "alg",
+            )
+        return msg
+
+    def close(self, clean: bool) -> Violation | None:
+        if self.channel is None:
+            return None
+        with contextlib.suppress(SutFailure, OSError):
+            self.send(encode(shutdown_message()))
+        grace = SHUTDOWN_GRACE if clean else 0.3
+        status = self.channel.close(grace)
+        if clean and status != 0:
+            how = (
+                f"did not exit within {grace:g}s of shutdown (killed)"
+                if status is None
+                else f"exited with status {status} after shutdown"
+            )
+            return Violation(Rule.SHUTDOWN, how, self.case_no, "alg")
+        return None
+
+
+def run_algebra(
+    factory: SutFactory, cases: list[AlgebraCase], *, timeout: float = 10.0, probe: bool = True
+) -> AlgebraResult:
+    """Ask the SUT about every case in one session; stop at the first wrong answer."""
+    session = _Session(factory, timeout)
+    violations: list[Violation] = []
+    failing: AlgebraCase | None = None
+    equivalent = 0
+    ran = 0
+    try:
+        session.open()
+        if probe:
+            session.probe()
+        for case in cases:
+            session.case_no += 1
+            ran += 1
+            verdict = judge(case, session.ask(case))
+            if verdict == "equivalent":
+                equivalent += 1
+            elif verdict is not None:
+                assert isinstance(verdict, tuple)
+                violations.append(Violation(verdict[0], verdict[1], session.case_no, "alg"))
+                session.note("**", f"VIOLATION {verdict[0].value}: {verdict[1]}")
+                failing = case
+                break
+    except SutFailure as failure:
+        violations.append(Violation(failure.rule, failure.message, session.case_no, "alg"))
+        session.note("**", f"VIOLATION {failure.rule.value}: {failure.message}")
+        failing = cases[session.case_no - 1] if 0 < session.case_no <= len(cases) else None
+    closing = session.close(clean=not violations)
+    if closing is not None:
+        violations.append(closing)
+    stderr = {}
+    if violations and session.channel is not None:
+        stderr["alg"] = session.channel.stderr_tail()
+    return AlgebraResult(
+        tuple(violations),
+        tuple(session.lines),
+        session.messages,
+        ran,
+        failing,
+        equivalent,
+        stderr,
+    )
+
+
+def _smaller(case: AlgebraCase) -> list[AlgebraCase]:
+    """Simpler variants of a merge case: one member or one stray checkpoint fewer."""
+    if isinstance(case, CompareCase):
+        return []
+    m = case.membership
+    out: list[AlgebraCase] = []
+    for name in sorted(m.partitions):
+        rest = {p: o for p, o in m.partitions.items() if p != name}
+        out.append(
+            MergeCase(
+                Membership(m.epoch, m.scope, rest, dict(m.orders)),
+                tuple(c for c in case.checkpoints if c.partition != name),
+            )
+        )
+    for i, c in enumerate(case.checkpoints):
+        if c.partition not in m.partitions:
+            out.append(MergeCase(m, case.checkpoints[:i] + case.checkpoints[i + 1 :]))
+    return out
+
+
+def shrink_case(
+    factory: SutFactory, case: AlgebraCase, rule: Rule, *, timeout: float = 10.0, budget: int = 60
+) -> tuple[AlgebraCase, AlgebraResult, int]:
+    """The smallest variant of ``case`` that still breaks ``rule`` (greedy), with its run."""
+    best = case
+    result = run_algebra(factory, [case], timeout=timeout, probe=False)
+    runs = 1
+    improved = True
+    while improved and runs < budget:
+        improved = False
+        for candidate in _smaller(best):
+            if runs >= budget:
+                break
+            attempt = run_algebra(factory, [candidate], timeout=timeout, probe=False)
+            runs += 1
+            if attempt.violations and attempt.violations[0].rule is rule:
+                best, result, improved = candidate, attempt, True
+                break
+    return best, result, runs

@@ -1,0 +1,566 @@
+"""The conformance protocol's messages, version 1 (docs/conformance-protocol.md).
+
+One JSON object per line, UTF-8, ``\\n``-ended. This module is the one place
+that knows the shape of every message, in both directions, so the harness and
+fencepost's own SUT adapter read the wire the same way:
+
+- messages the *SUT* sends (``hello_ok``, ``call``, ``publish_ok``,
+  ``ingest_ok``, ``compare_ok``, ``merge_ok``, ``error``) are parsed strictly by
+  :func:`parse_sut_message`: an unknown field, a missing field, a bool posing as
+  an integer, a float posing as a coordinate, or an unknown op is a
+  :class:`MessageError` naming the exact field (``publish_ok.cut.kind``);
+- messages the *harness* sends (``hello``, ``shutdown``, the requests and the
+  replies) are built by the ``*_message`` functions and parsed, equally
+  strictly, by :func:`parse_harness_message` and :func:`parse_reply`.
+
+Values (orders, cuts, memberships, checkpoints, records) use
+:mod:`fencepost.judge.wire`, the judge's strict reading of the values' wire forms.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from fencepost.judge.merge import WithheldReason
+from fencepost.judge.values import (
+    BadValue,
+    Checkpoint,
+    Cut,
+    Membership,
+    Order,
+    Page,
+    Record,
+)
+from fencepost.judge.wire import (
+    checkpoint_from_json,
+    checkpoint_to_json,
+    cut_from_json,
+    cut_to_json,
+    membership_from_json,
+    membership_to_json,
+    order_from_json,
+    record_from_json,
+    record_to_json,
+)
+
+#: The protocol version this module speaks.
+PROTOCOL_VERSION = 1
+
+#: The longest line either side accepts (bytes, newline excluded). A longer line is
+#: a failure of its sender: no honest message of this protocol comes near it.
+MAX_LINE_BYTES = 1 << 20
+
+#: The levels of docs/conformance-protocol.md, in the order the harness tests them.
+LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
+
+PUBLISHER_OPS: tuple[str, ...] = (
+    "read_publication",
+    "read_membership",
+    "read_checkpoints",
+    "write_publication",
+)
+CHECKPOINTER_OPS: tuple[str, ...] = (
+    "read_checkpoint",
+    "fetch_page",
+    "record_outcome",
+    "write_checkpoint",
+)
+WRITE_OPS: frozenset[str] = frozenset({"write_publication", "write_checkpoint", "record_outcome"})
+
+OUTCOMES: tuple[str, ...] = ("published", "confirmed", "unchanged", "withheld", "gave_up")
+REASONS: tuple[str, ...] = tuple(r.value for r in WithheldReason)
+POLICIES: tuple[str, ...] = ("monotone", "reset")
+
+T = TypeVar("T")
+
+#: A request id or call id as it travels on the wire (echoed back exactly).
+WireId = int | str
+JSONObject = dict[str, Any]
+
+
+class LineIO(Protocol):
+    """The SUT side of a connection: read the harness's lines, write the SUT's."""
+
+    def read_line(self) -> str | None:
+        """The next line without its newline; None at end of input."""
+        ...
+
+    def write_line(self, line: str) -> None: ...
+
+
+class MessageError(ValueError):
+    """A line that is not a well-formed message of this protocol.
+
+    ``field`` is the dotted path of the offending place (``call.expected_revision``)
+    and ``problem`` says what is wrong and what was expected.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+# --- JSON text ------------------------------------------------------------------------
+
+
+def _no_constants(name: str) -> object:
+    raise MessageError("line", f"{name} is not JSON; numbers must be finite")
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj: dict[str, object] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise MessageError(f"line.{key}", "duplicate key; each field appears once")
+        obj[key] = value
+    return obj
+
+
+def decode_line(line: str) -> JSONObject:
+    """One line of JSON text as an object; NaN, Infinity and duplicate keys are refused."""
+    if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        raise MessageError("line", f"longer than {MAX_LINE_BYTES} bytes")
+    try:
+        value = json.loads(line, parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
+    except MessageError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        shown = line if len(line) <= 60 else line[:57] + "..."
+        raise MessageError("line", f"not JSON ({exc}): {shown!r}") from None
+    if not isinstance(value, dict):
+        raise MessageError("line", f"a message is a JSON object, got {type(value).__name__}")
+    return value
+
+
+def encode(message: Mapping[str, object]) -> str:
+    """The message as one line of compact JSON text (no trailing newline)."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- field helpers ----------------------------------------------------------------------
+
+
+def _fields(
+    msg: Mapping[str, object], where: str, required: Sequence[str], optional: Sequence[str] = ()
+) -> None:
+    for key in msg:
+        if key not in required and key not in optional:
+            allowed = ", ".join(sorted({*required, *optional}))
+            raise MessageError(f"{where}.{key}", f"unknown field; {where} has: {allowed}")
+    for key in required:
+        if key not in msg:
+            raise MessageError(f"{where}.{key}", "missing required field")
+
+
+def _int(value: object, field: str, *, minimum: int | None = None) -> int:
+    if type(value) is not int:
+        kind = "a bool" if isinstance(value, bool) else type(value).__name__
+        raise MessageError(field, f"an integer is required, got {kind} {value!r}")
+    if minimum is not None and value < minimum:
+        raise MessageError(field, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _opt_int(value: object, field: str, *, minimum: int | None = None) -> int | None:
+    return None if value is None else _int(value, field, minimum=minimum)
+
+
+def _str(value: object, field: str, *, empty: bool = False) -> str:
+    if type(value) is not str:
+        raise MessageError(field, f"a string is required, got {type(value).__name__} {value!r}")
+    if not empty and not value:
+        raise MessageError(field, "a non-empty string is required")
+    return value
+
+
+def _opt_str(value: object, field: str) -> str | None:
+    return None if value is None else _str(value, field, empty=True)
+
+
+def _wire_id(value: object, field: str) -> WireId:
+    if type(value) is int or type(value) is str:
+        return value
+    raise MessageError(field, f"an id is an integer or a string, got {type(value).__name__}")
+
+
+def _choice(value: object, field: str, allowed: Sequence[str]) -> str:
+    if type(value) is not str or value not in allowed:
+        raise MessageError(field, f"one of {', '.join(allowed)} is required, got {value!r}")
+    return value
+
+
+def _value(parse: Callable[[object, str], T], data: object, field: str) -> T:
+    """Run a codec parser, turning its BadValue into a MessageError at ``field``."""
+    try:
+        return parse(data, field)
+    except BadValue as exc:
+        raise MessageError(exc.field, f"{exc.problem} (got {exc.value!r})") from None
+
+
+def parse_cut(data: object, field: str, order: Order | None = None) -> Cut:
+    """A cut of the wire (``null`` is nothing), validated against ``order`` when given."""
+    try:
+        return cut_from_json(data, field, order)
+    except BadValue as exc:
+        raise MessageError(exc.field, f"{exc.problem} (got {exc.value!r})") from None
+
+
+def parse_checkpoint(data: object, field: str, order: Order | None = None) -> Checkpoint:
+    try:
+        return checkpoint_from_json(data, field, order)
+    except BadValue as exc:
+        raise MessageError(exc.field, f"{exc.problem} (got {exc.value!r})") from None
+
+
+def parse_record(data: object, field: str) -> Record:
+    return _value(record_from_json, data, field)
+
+
+def parse_membership(data: object, field: str) -> Membership:
+    return _value(membership_from_json, data, field)
+
+
+def parse_order(data: object, field: str) -> Order:
+    return _value(order_from_json, data, field)
+
+
+# --- messages the SUT sends -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HelloOk:
+    """The SUT's handshake: its name and the levels it implements."""
+
+    protocol: int
+    name: str
+    levels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPublication:
+    stream: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMembership:
+    stream: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCheckpoints:
+    stream: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class WritePublication:
+    stream: str
+    expected_revision: int
+    epoch: int
+    cut: Cut
+    op_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCheckpoint:
+    partition: str
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPage:
+    partition: str
+    token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    event_id: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteCheckpoint:
+    partition: str
+    expected_generation: int | None
+    checkpoint: Checkpoint
+
+
+CallPayload = (
+    ReadPublication
+    | ReadMembership
+    | ReadCheckpoints
+    | WritePublication
+    | ReadCheckpoint
+    | FetchPage
+    | RecordOutcome
+    | WriteCheckpoint
+)
+
+#: op name -> payload class; the order of each tuple is the wire's field order.
+OP_FIELDS: dict[str, tuple[str, ...]] = {
+    "read_publication": ("stream",),
+    "read_membership": ("stream",),
+    "read_checkpoints": ("stream", "epoch"),
+    "write_publication": ("stream", "expected_revision", "epoch", "cut", "op_id"),
+    "read_checkpoint": ("partition",),
+    "fetch_page": ("partition", "token"),
+    "record_outcome": ("event_id", "outcome"),
+    "write_checkpoint": ("partition", "expected_generation", "checkpoint"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A store or provider call the SUT makes in the middle of a request."""
+
+    call_id: WireId
+    op: str
+    payload: CallPayload
+
+
+@dataclass(frozen=True, slots=True)
+class PublishOk:
+    """The end of one publication attempt. ``epoch`` is None only for ``gave_up``."""
+
+    id: WireId
+    outcome: str
+    epoch: int | None
+    cut: Cut
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOk:
+    """The end of one ingest pass: the cut certified now."""
+
+    id: WireId
+    cut: Cut
+
+
+@dataclass(frozen=True, slots=True)
+class CompareOk:
+    id: WireId
+    result: int
+
+
+@dataclass(frozen=True, slots=True)
+class MergeOk:
+    """Exactly one of ``frontier`` (a cut, possibly nothing) and ``withheld`` (a reason)."""
+
+    id: WireId
+    frontier: Cut | None
+    withheld: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """The SUT could not parse a message (docs/conformance-protocol.md, Errors)."""
+
+    id: WireId | None
+    message: str
+
+
+SutMessage = HelloOk | Call | PublishOk | IngestOk | CompareOk | MergeOk | ErrorReply
+
+
+def _parse_call_payload(op: str, msg: Mapping[str, object]) -> CallPayload:
+    where = f"call({op})"
+    if op == "read_publication":
+        return ReadPublication(_str(msg["stream"], f"{where}.stream"))
+    if op == "read_membership":
+        return ReadMembership(_str(msg["stream"], f"{where}.stream"))
+    if op == "read_checkpoints":
+        return ReadCheckpoints(
+            _str(msg["stream"], f"{where}.stream"), _int(msg["epoch"], f"{where}.epoch", minimum=0)
+        )
+    if op == "write_publication":
+        return WritePublication(
+            stream=_str(msg["stream"], f"{where}.stream"),
+            expected_revision=_int(
+                msg["expected_revision"], f"{where}.expected_revision", minimum=0
+            ),
+            epoch=_int(msg["epoch"], f"{where}.epoch", minimum=0),
+            cut=parse_cut(msg["cut"], f"{where}.cut"),
+            op_id=_str(msg["op_id"], f"{where}.op_id"),
+        )
+    if op == "read_checkpoint":
+        return ReadCheckpoint(_str(msg["partition"], f"{where}.partition"))
+    if op == "fetch_page":
+        return FetchPage(
+            _str(msg["partition"], f"{where}.partition"), _opt_str(msg["token"], f"{where}.token")
+        )
+    if op == "record_outcome":
+        return RecordOutcome(
+            _str(msg["event_id"], f"{where}.event_id"), _str(msg["outcome"], f"{where}.outcome")
+        )
+    assert op == "write_checkpoint"
+    return WriteCheckpoint(
+        partition=_str(msg["partition"], f"{where}.partition"),
+        expected_generation=_opt_int(
+            msg["expected_generation"], f"{where}.expected_generation", minimum=0
+        ),
+        checkpoint=parse_checkpoint(msg["checkpoint"], f"{where}.checkpoint"),
+    )
+
+
+def parse_sut_message(line: str) -> SutMessage:
+    """Parse one line the SUT wrote; :class:`MessageError` names the first problem."""
+    msg = decode_line(line)
+    kind = msg.get("type")
+    if kind == "hello_ok":
+        _fields(msg, "hello_ok", ("type", "protocol", "name", "levels"))
+        levels = msg["levels"]
+        if not isinstance(levels, list):
+            raise MessageError("hello_ok.levels", "a list of level names is required")
+        parsed = tuple(_choice(v, f"hello_ok.levels[{i}]", LEVELS) for i, v in enumerate(levels))
+        if len(set(parsed)) != len(parsed):
+            raise MessageError("hello_ok.levels", "a level is listed twice")
+        return HelloOk(
+            _int(msg["protocol"], "hello_ok.protocol"), _str(msg["name"], "hello_ok.name"), parsed
+        )
+    if kind == "call":
+        op = _choice(msg.get("op"), "call.op", tuple(OP_FIELDS))
+        _fields(msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]))
+        call_id = _wire_id(msg["call_id"], f"call({op}).call_id")
+        return Call(call_id, op, _parse_call_payload(op, msg))
+    if kind == "publish_ok":
+        _fields(msg, "publish_ok", ("type", "id", "outcome", "epoch", "cut", "reason"))
+        outcome = _choice(msg["outcome"], "publish_ok.outcome", OUTCOMES)
+        reason = msg["reason"]
+        if outcome == "withheld":
+            reason = _choice(reason, "publish_ok.reason", REASONS)
+        elif reason is not None:
+            raise MessageError("publish_ok.reason", f"must be null unless withheld, got {reason!r}")
+        epoch = msg["epoch"]
+        if epoch is None and outcome != "gave_up":
+            raise MessageError("publish_ok.epoch", f"an integer is required for {outcome}")
+        return PublishOk(
+            _wire_id(msg["id"], "publish_ok.id"),
+            outcome,
+            _opt_int(epoch, "publish_ok.epoch", minimum=0),
+            parse_cut(msg["cut"], "publish_ok.cut"),
+            reason if isinstance(reason, str) else None,
+        )
+    if kind == "ingest_ok":
+        _fields(msg, "ingest_ok", ("type", "id", "cut"))
+        return IngestOk(_wire_id(msg["id"], "ingest_ok.id"), parse_cut(msg["cut"], "ingest_ok.cut"))
+    if kind == "compare_ok":
+        _fields(msg, "compare_ok", ("type", "id", "result"))
+        result = _int(msg["result"], "compare_ok.result")
+        if result not in (-1, 0, 1):
+            raise MessageError("compare_ok.result", f"-1, 0 or 1 is required, got {result}")
+        return CompareOk(_wire_id(msg["id"], "compare_ok.id"), result)
+    if kind == "merge_ok":
+        _fields(msg, "merge_ok", ("type", "id"), ("frontier", "withheld"))
+        if ("frontier" in msg) == ("withheld" in msg):
+            raise MessageError("merge_ok", "exactly one of frontier and withheld is required")
+        if "withheld" in msg:
+            withheld = _choice(msg["withheld"], "merge_ok.withheld", REASONS)
+            return MergeOk(_wire_id(msg["id"], "merge_ok.id"), None, withheld)
+        frontier = parse_cut(msg["frontier"], "merge_ok.frontier")
+        return MergeOk(_wire_id(msg["id"], "merge_ok.id"), frontier, None)
+    if kind == "error":
+        _fields(msg, "error", ("type", "id", "message"))
+        raw_id = msg["id"]
+        return ErrorReply(
+            None if raw_id is None else _wire_id(raw_id, "error.id"),
+            _str(msg["message"], "error.message", empty=True),
+        )
+    known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, error"
+    raise MessageError("type", f"unknown message type {kind!r}; a SUT sends one of: {known}")
+
+
+# --- messages the harness sends -----------------------------------------------------------
+
+
+def hello_message() -> JSONObject:
+    return {"type": "hello", "protocol": PROTOCOL_VERSION}
+
+
+def shutdown_message() -> JSONObject:
+    return {"type": "shutdown"}
+
+
+def compare_message(request_id: int, order: Order, a: Cut, b: Cut) -> JSONObject:
+    return {
+        "type": "compare",
+        "id": request_id,
+        "order": order.to_json(),
+        "a": cut_to_json(a),
+        "b": cut_to_json(b),
+    }
+
+
+def merge_message(
+    request_id: int, membership: Membership, checkpoints: Sequence[Checkpoint]
+) -> JSONObject:
+    return {
+        "type": "merge",
+        "id": request_id,
+        "membership": membership_to_json(membership),
+        "checkpoints": [checkpoint_to_json(c) for c in checkpoints],
+    }
+
+
+def publish_message(request_id: int, worker: str, stream: str, policy: str) -> JSONObject:
+    return {
+        "type": "publish",
+        "id": request_id,
+        "worker": worker,
+        "stream": stream,
+        "policy": policy,
+    }
+
+
+def ingest_message(
+    request_id: int, worker: str, partition: str, scope: str, epoch: int, order: Order
+) -> JSONObject:
+    return {
+        "type": "ingest",
+        "id": request_id,
+        "worker": worker,
+        "partition": partition,
+        "scope": scope,
+        "epoch": epoch,
+        "order": order.to_json(),
+    }
+
+
+def page_to_json(page: Page) -> JSONObject:
+    claim = page.claim
+    return {
+        "events": [{"id": e.id, "at": e.at} for e in page.events],
+        "next_token": page.next_token,
+        "claim": None if claim is None else {"cut": cut_to_json(claim.cut), "final": claim.final},
+    }
+
+
+def reply_ok(call_id: WireId, **fields: object) -> JSONObject:
+    """A successful reply; ``fields`` are already in wire form."""
+    return {"type": "reply", "call_id": call_id, "ok": True, **fields}
+
+
+def reply_timeout(call_id: WireId) -> JSONObject:
+    """The response was lost: a write may or may not have been applied."""
+    return {"type": "reply", "call_id": call_id, "ok": False, "error": "timeout"}
+
+
+def reply_conflict(call_id: WireId, **fields: object) -> JSONObject:
+    """The conditional write lost; ``fields`` carry the current record or checkpoint."""
+    return {"type": "reply", "call_id": call_id, "ok": False, "error": "conflict", **fields}
+
+
+def record_json(record: Record) -> object:
+    return record_to_json(record)
+
+
+def checkpoint_json(checkpoint: Checkpoint | None) -> object:
+    return None if checkpoint is None else checkpoint_to_json(checkpoint)
+
+
+def membership_json(membership: Membership) -> object:
+    return membership_to_json(membership)

@@ -1,0 +1,1 @@
+"""The judge: fencepost's independent reading of docs/semantics.md, which decides every verdict."""
