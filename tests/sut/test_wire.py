@@ -1,4 +1,4 @@
-"""fencepost's SUT reads the harness's messages with its own parser, on the implementation's values."""
+"""fencepost's SUT reads the harness's messages with its own parser, into impl values."""
 
 from __future__ import annotations
 
