@@ -116,9 +116,13 @@ def violations(root: Path) -> list[str]:
                 bad.append(f"{module} imports the root package {target} (the CLI sits on top)")
             elif other not in ALLOWED[own]:
                 bad.append(f"{module} imports {target}: {own or 'fencepost'} may not use {other}")
-            elif own == "sut" and other == "harness" and target not in SUT_MAY_USE:
-                if not any(target.startswith(m + ".") for m in SUT_MAY_USE):
-                    bad.append(f"{module} imports {target}: the SUT uses only the transport")
+            elif (
+                own == "sut"
+                and other == "harness"
+                and target not in SUT_MAY_USE
+                and not any(target.startswith(m + ".") for m in SUT_MAY_USE)
+            ):
+                bad.append(f"{module} imports {target}: the SUT uses only the transport")
     # The judge side, transitively: nothing it reaches may be the implementation.
     modules = set(graph)
     for start in sorted(m for m in graph if package_of(m) in JUDGE_SIDE):
