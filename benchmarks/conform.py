@@ -35,7 +35,7 @@ from fencepost.harness.world import (
     PartitionSetup,
     WorldSetup,
 )
-from fencepost.impl.orders import IntegerOrder
+from fencepost.judge.values import Order
 from fencepost.sut.adapter import InProcessSut
 
 
@@ -51,7 +51,7 @@ def _long_world(events: int) -> WorldSetup:
         )
 
     return WorldSetup(
-        order=IntegerOrder("offsets", True),
+        order=Order.integer("offsets", True),
         epochs=(EpochSetup(1, (part("A", ClaimStyle.BEFORE), part("B", ClaimStyle.THROUGH))),),
         publishers=("w1", "w2"),
         readers=("r1", "r2"),

@@ -37,17 +37,16 @@ if TYPE_CHECKING:
         conform,
         replay,
     )
-    from fencepost.harness.rules import Rule, Violation
-    from fencepost.harness.runner import (
+    from fencepost.harness.results import (
         PendingCall,
         RequestEnd,
-        Run,
         RunResult,
         Snapshot,
         StepRecord,
         TranscriptLine,
-        run_schedule,
     )
+    from fencepost.harness.rules import Rule, Violation
+    from fencepost.harness.runner import Run, run_schedule
     from fencepost.harness.schedule import (
         Action,
         Advance,
@@ -80,13 +79,13 @@ _HOMES: dict[str, str] = {
     "replay": "conformance",
     "Rule": "rules",
     "Violation": "rules",
-    "PendingCall": "runner",
-    "RequestEnd": "runner",
+    "PendingCall": "results",
+    "RequestEnd": "results",
     "Run": "runner",
-    "RunResult": "runner",
-    "Snapshot": "runner",
-    "StepRecord": "runner",
-    "TranscriptLine": "runner",
+    "RunResult": "results",
+    "Snapshot": "results",
+    "StepRecord": "results",
+    "TranscriptLine": "results",
     "run_schedule": "runner",
     "Action": "schedule",
     "Advance": "schedule",

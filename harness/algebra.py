@@ -23,6 +23,7 @@ import contextlib
 import random
 from dataclasses import dataclass
 
+from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     CompareOk,
@@ -37,9 +38,9 @@ from fencepost.harness.protocol import (
     parse_sut_message,
     shutdown_message,
 )
+from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
-from fencepost.harness.runner import SHUTDOWN_GRACE, TranscriptLine
-from fencepost.harness.transport import Channel, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 from fencepost.judge.cuts import compare, same_claim
 from fencepost.judge.merge import Withheld, merge
 from fencepost.judge.values import (
@@ -360,15 +361,25 @@ class _Session:
         return line
 
     def open(self) -> None:
-        self.channel = self.factory.start("alg")
-        self.send(encode(hello_message()))
-        line = self.receive()
-        try:
-            msg = parse_sut_message(line)
-        except MessageError as exc:
-            raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", "alg") from None
-        if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
-            raise SutFailure(Rule.HANDSHAKE, f"hello answered with {line[:200]!r}", "alg")
+        pool = self.factory if isinstance(self.factory, SutPool) else None
+        kept = None if pool is None or pool.hello is None else pool.acquire("alg")
+        if kept is not None and pool is not None and pool.hello is not None:
+            self.channel = kept
+            self.note("**", "a process kept from an earlier run (reset)")
+            msg: object = pool.hello
+        else:
+            self.channel = self.factory.start("alg")
+            self.send(encode(hello_message()))
+            line = self.receive()
+            try:
+                msg = parse_sut_message(line)
+            except MessageError as exc:
+                raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", "alg") from None
+            if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
+                raise SutFailure(Rule.HANDSHAKE, f"hello answered with {line[:200]!r}", "alg")
+            if pool is not None and pool.hello is None:
+                pool.hello = msg
+        assert isinstance(msg, HelloOk)
         if "algebra" not in msg.levels:
             raise SutFailure(Rule.HANDSHAKE, "the SUT does not implement level 'algebra'", "alg")
 
@@ -426,6 +437,12 @@ class _Session:
     def close(self, clean: bool) -> Violation | None:
         if self.channel is None:
             return None
+        if isinstance(self.factory, SutPool):
+            if not clean:
+                self.factory.discard(self.channel)
+                return None
+            problem = self.factory.release(self.channel)
+            return None if problem is None else Violation(Rule.RESET, problem, self.case_no, "alg")
         with contextlib.suppress(SutFailure, OSError):
             self.send(encode(shutdown_message()))
         grace = SHUTDOWN_GRACE if clean else 0.3

@@ -40,14 +40,9 @@ from fencepost.harness.protocol import (
     parse_sut_message,
     shutdown_message,
 )
+from fencepost.harness.results import RunResult, StepRecord, TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
-from fencepost.harness.runner import (
-    SHUTDOWN_GRACE,
-    RunResult,
-    StepRecord,
-    TranscriptLine,
-    run_schedule,
-)
+from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
 from fencepost.harness.search import (
     FAMILIES,
@@ -61,7 +56,7 @@ from fencepost.harness.search import (
     seed_for,
     shrink,
 )
-from fencepost.harness.transport import Channel, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 from fencepost.harness.world import WorldSetup
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).

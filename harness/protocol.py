@@ -231,13 +231,34 @@ def parse_order(data: object, field: str) -> Order:
 # --- messages the SUT sends -------------------------------------------------------------
 
 
+#: The integer ranges a SUT may declare in ``hello_ok.integers`` (docs/conformance-protocol.md).
+INTEGER_RANGES: dict[str, tuple[int, int] | None] = {
+    "arbitrary": None,
+    "int64": (-(2**63), 2**63 - 1),
+    "int53": (-(2**53 - 1), 2**53 - 1),
+}
+#: The optional messages a SUT may declare in ``hello_ok.capabilities``.
+CAPABILITIES: tuple[str, ...] = ("reset",)
+
+
 @dataclass(frozen=True, slots=True)
 class HelloOk:
-    """The SUT's handshake: its name and the levels it implements."""
+    """The SUT's handshake: its name, the levels it implements, and what it declares.
+
+    ``integers`` is the declared range of integer coordinates (a key of
+    :data:`INTEGER_RANGES`); ``capabilities`` the optional messages it understands.
+    """
 
     protocol: int
     name: str
     levels: tuple[str, ...]
+    integers: str = "arbitrary"
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResetOk:
+    """The SUT forgot everything it held: it now behaves as a freshly greeted process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +385,7 @@ class ErrorReply:
     message: str
 
 
-SutMessage = HelloOk | Call | PublishOk | IngestOk | CompareOk | MergeOk | ErrorReply
+SutMessage = HelloOk | ResetOk | Call | PublishOk | IngestOk | CompareOk | MergeOk | ErrorReply
 
 
 def _parse_call_payload(op: str, msg: Mapping[str, object]) -> CallPayload:
@@ -412,16 +433,36 @@ def parse_sut_message(line: str) -> SutMessage:
     msg = decode_line(line)
     kind = msg.get("type")
     if kind == "hello_ok":
-        _fields(msg, "hello_ok", ("type", "protocol", "name", "levels"))
+        _fields(
+            msg, "hello_ok", ("type", "protocol", "name", "levels"), ("integers", "capabilities")
+        )
         levels = msg["levels"]
         if not isinstance(levels, list):
             raise MessageError("hello_ok.levels", "a list of level names is required")
         parsed = tuple(_choice(v, f"hello_ok.levels[{i}]", LEVELS) for i, v in enumerate(levels))
         if len(set(parsed)) != len(parsed):
             raise MessageError("hello_ok.levels", "a level is listed twice")
-        return HelloOk(
-            _int(msg["protocol"], "hello_ok.protocol"), _str(msg["name"], "hello_ok.name"), parsed
+        integers = _choice(
+            msg.get("integers", "arbitrary"), "hello_ok.integers", tuple(INTEGER_RANGES)
         )
+        raw_caps = msg.get("capabilities", [])
+        if not isinstance(raw_caps, list):
+            raise MessageError("hello_ok.capabilities", "a list of capability names is required")
+        caps = tuple(
+            _choice(v, f"hello_ok.capabilities[{i}]", CAPABILITIES) for i, v in enumerate(raw_caps)
+        )
+        if len(set(caps)) != len(caps):
+            raise MessageError("hello_ok.capabilities", "a capability is listed twice")
+        return HelloOk(
+            _int(msg["protocol"], "hello_ok.protocol"),
+            _str(msg["name"], "hello_ok.name"),
+            parsed,
+            integers,
+            caps,
+        )
+    if kind == "reset_ok":
+        _fields(msg, "reset_ok", ("type",))
+        return ResetOk()
     if kind == "call":
         op = _choice(msg.get("op"), "call.op", tuple(OP_FIELDS))
         _fields(msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]))
@@ -470,11 +511,16 @@ def parse_sut_message(line: str) -> SutMessage:
             None if raw_id is None else _wire_id(raw_id, "error.id"),
             _str(msg["message"], "error.message", empty=True),
         )
-    known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, error"
+    known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, reset_ok, error"
     raise MessageError("type", f"unknown message type {kind!r}; a SUT sends one of: {known}")
 
 
 # --- messages the harness sends -----------------------------------------------------------
+
+
+def reset_message() -> JSONObject:
+    """Forget everything: the process is reused for another run (capability ``reset``)."""
+    return {"type": "reset"}
 
 
 def hello_message() -> JSONObject:

@@ -32,8 +32,9 @@ from fencepost.harness.algebra import (
 )
 from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
 from fencepost.harness.protocol import MessageError
+from fencepost.harness.results import RunResult, TranscriptLine
 from fencepost.harness.rules import Violation
-from fencepost.harness.runner import RunResult, TranscriptLine, run_schedule
+from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action, ScheduleError, action_from_json, action_to_json
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError, WorldSetup

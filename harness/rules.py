@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from fencepost.judge.properties import MEANING
+
 
 class Rule(Enum):
     """A property or protocol rule the harness checks; the value is its stable name."""
@@ -42,6 +44,7 @@ class Rule(Enum):
     SUT_HANG = "sut_hang"
     SUT_CRASH = "sut_crash"
     SHUTDOWN = "shutdown"
+    RESET = "reset"
 
     @property
     def is_property(self) -> bool:
@@ -68,42 +71,8 @@ _PROPERTIES = frozenset(
 )
 
 MEANINGS: dict[Rule, str] = {
-    Rule.SOUNDNESS: (
-        "the publication record (e, c) claims an event of a member of epoch e whose position "
-        "is in D(c) but which is not final or has no durable terminal outcome"
-    ),
-    Rule.NO_RELABELING: (
-        "a 'through x' was published while some member had certified only 'before x': the "
-        "endpoint kind was relabeled because the coordinates matched"
-    ),
-    Rule.CERTIFIED_SUPPORT: (
-        "a published cut is ahead of what some member of its epoch ever certified in a final "
-        "checkpoint of that epoch and scope (a claim nobody certified)"
-    ),
-    Rule.MONOTONE_PUBLICATION: (
-        "the record's cut decreased within an epoch, or at a cutover under the monotone policy"
-    ),
-    Rule.EPOCH_FENCE: "the record's epoch decreased: a claim for an older epoch was written",
-    Rule.CHECKPOINT_TRUTH: (
-        "an accepted final checkpoint is not true: the provider never made a final claim "
-        "covering its cut, an event in its downset has no recorded outcome, its labels "
-        "(partition, epoch, scope) are not those of the ingest, or its token was never issued"
-    ),
-    Rule.CHECKPOINT_MONOTONICITY: (
-        "a partition's stored cut decreased within one (partition, epoch) key: a late retry "
-        "overwrote a newer checkpoint"
-    ),
-    Rule.LOST_RESPONSE_HONESTY: (
-        "'published' without an acknowledged write in this attempt, or 'confirmed' without a "
-        "read in this attempt, after the lost write, that showed the claim present"
-    ),
-    Rule.HONEST_OUTCOME: (
-        "the attempt's outcome does not follow from what it was told: 'unchanged' while the "
-        "merge of its last reads was ahead of the record, 'withheld' with a reason other than "
-        "the first documented one, 'gave_up' without any conflict or lost response, or "
-        "publish_ok's epoch/cut not those of the record it read"
-    ),
-    Rule.INGEST_REPORT: "ingest_ok reports a cut ahead of the checkpoint the store holds",
+    # The judge's properties mean what the judge says they mean (one text, one place).
+    **{Rule(prop.value): text for prop, text in MEANING.items()},
     Rule.ALGEBRA_COMPARE: "compare_ok disagrees with the downset order of the two cuts",
     Rule.ALGEBRA_MERGE: (
         "merge_ok disagrees with the merge of docs/semantics.md section 4: a different claim, or a "
@@ -132,6 +101,10 @@ MEANINGS: dict[Rule, str] = {
     Rule.SUT_HANG: "the SUT did not answer within the per-call time limit",
     Rule.SUT_CRASH: "the SUT process exited or closed its output while an answer was due",
     Rule.SHUTDOWN: "the SUT did not exit with status 0 after shutdown",
+    Rule.RESET: (
+        "a SUT that declared the reset capability did not answer reset with reset_ok, or "
+        "behaved differently after a reset than a freshly started process"
+    ),
 }
 
 #: Report order when one step breaks several rules.

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from fencepost.harness.algebra import KEYS, MILLIS, OFFSETS
+from fencepost.harness.results import RunResult
 from fencepost.harness.rules import Rule
-from fencepost.harness.runner import Run, RunResult, run_schedule
+from fencepost.harness.runner import Run, run_schedule
 from fencepost.harness.schedule import (
     LOSSES,
     Action,

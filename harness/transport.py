@@ -35,6 +35,10 @@ _READ_CHUNK = 1 << 16
 _STDERR_TAIL = 4000
 
 
+#: Seconds a SUT process gets to exit with status 0 after ``shutdown``.
+SHUTDOWN_GRACE = 3.0
+
+
 class Channel(Protocol):
     """A line-based connection to one SUT worker."""
 

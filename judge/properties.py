@@ -54,26 +54,46 @@ class Property(Enum):
     INGEST_REPORT = "ingest_report"
 
 
-#: What each property means, in one sentence (reports show it beside the name).
+#: What breaking each property means, in domain words (reports show it beside the name).
 MEANING: Mapping[Property, str] = {
-    Property.SOUNDNESS: "every event in the published downset is final and has a durable outcome",
-    Property.NO_RELABELING: "through x is published only when every member certified through x",
-    Property.CERTIFIED_SUPPORT: "a published cut never exceeds what every member certified",
-    Property.MONOTONE_PUBLICATION: (
-        "the record's cut never goes back within an epoch, nor at all under monotone"
+    Property.SOUNDNESS: (
+        "the publication record (e, c) claims an event of a member of epoch e whose position "
+        "is in D(c) but which is not final or has no durable terminal outcome"
     ),
-    Property.EPOCH_FENCE: "the record's epoch never goes back",
+    Property.NO_RELABELING: (
+        "a 'through x' was published while some member had certified only 'before x': the "
+        "endpoint kind was relabeled because the coordinates matched"
+    ),
+    Property.CERTIFIED_SUPPORT: (
+        "a published cut is ahead of what some member of its epoch ever certified in a final "
+        "checkpoint of that epoch and scope (a claim nobody certified)"
+    ),
+    Property.MONOTONE_PUBLICATION: (
+        "the record's cut decreased within an epoch, or at a cutover under the monotone policy"
+    ),
+    Property.EPOCH_FENCE: "the record's epoch decreased: a claim for an older epoch was written",
     Property.CHECKPOINT_TRUTH: (
-        "a final checkpoint covers only final events with recorded outcomes, under a final claim"
+        "an accepted final checkpoint is not true: the provider never made a final claim "
+        "covering its cut, an event in its downset has no recorded outcome, its labels "
+        "(partition, epoch, scope) are not those of the ingest, or its token was never issued"
     ),
     Property.CHECKPOINT_MONOTONICITY: (
-        "a partition's stored checkpoint never goes back in its epoch"
+        "a partition's stored cut decreased within one (partition, epoch) key: a late retry "
+        "overwrote a newer checkpoint"
     ),
     Property.LOST_RESPONSE_HONESTY: (
-        "published only on an acknowledged write; confirmed only after a read showed the claim"
+        "'published' without an acknowledged write in this attempt, or 'confirmed' without a "
+        "read in this attempt, after the lost write, that showed the claim present"
     ),
-    Property.HONEST_OUTCOME: "an attempt's outcome follows from what the attempt was told",
-    Property.INGEST_REPORT: "an ingest pass reports no more than the store holds",
+    Property.HONEST_OUTCOME: (
+        "the attempt's outcome does not follow from what it was told: 'unchanged' while the "
+        "merge of its latest view (the latest record it was shown, by a read, a conflict or an "
+        "acknowledged write, and its latest membership and checkpoint reads) was ahead of that "
+        "record, 'withheld' with a reason other than the first documented one, 'gave_up' "
+        "without any conflict or lost response, or publish_ok's epoch/cut not those of that "
+        "record"
+    ),
+    Property.INGEST_REPORT: "ingest_ok reports a cut ahead of the checkpoint the store holds",
 }
 
 Finding = tuple[Property, str]

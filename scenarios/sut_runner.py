@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fencepost.harness import schedule as sched
+from fencepost.harness.results import RequestEnd
 from fencepost.harness.rules import Violation, first
-from fencepost.harness.runner import RequestEnd, Run
+from fencepost.harness.runner import Run
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import (
     EpochSetup,

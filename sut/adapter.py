@@ -63,6 +63,7 @@ from fencepost.sut.wire import (
     ReplyConflict,
     ReplyOk,
     ReplyTimeout,
+    Reset,
     Shutdown,
     WireId,
     checkpoint_json,
@@ -358,8 +359,12 @@ class SutSession:
         self.io = io
         self.variant = variant
         self.caller = WireCaller(io)
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop everything earlier requests left behind (on start, and on ``reset``)."""
         self._publishers: dict[tuple[str, str, str], Publisher] = {}
-        self._publisher_store = variant.publisher_store(self.caller, variant.misreading)
+        self._publisher_store = self.variant.publisher_store(self.caller, self.variant.misreading)
 
     def _send(self, message: JSONObject) -> None:
         self.io.write_line(encode(message))
@@ -385,6 +390,10 @@ class SutSession:
                 continue
             if isinstance(request, Shutdown):
                 return 0
+            if isinstance(request, Reset):
+                self._forget()
+                self._send({"type": "reset_ok"})
+                continue
             try:
                 self._answer(request)
             except SessionEnd:
@@ -405,6 +414,7 @@ class SutSession:
                     "protocol": PROTOCOL_VERSION,
                     "name": self.variant.name,
                     "levels": list(self.variant.levels),
+                    "capabilities": ["reset"],
                 }
             )
         elif isinstance(request, CompareRequest):

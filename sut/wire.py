@@ -206,6 +206,11 @@ class Shutdown:
 
 
 @dataclass(frozen=True, slots=True)
+class Reset:
+    """Forget everything held in memory; answer ``reset_ok`` (capability ``reset``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class CompareRequest:
     id: WireId
     order: Order
@@ -238,7 +243,9 @@ class IngestRequest:
     order: Order
 
 
-HarnessRequest = Hello | Shutdown | CompareRequest | MergeRequest | PublishRequest | IngestRequest
+HarnessRequest = (
+    Hello | Shutdown | Reset | CompareRequest | MergeRequest | PublishRequest | IngestRequest
+)
 
 
 def request_id_of(msg: Mapping[str, object]) -> WireId | None:
@@ -256,6 +263,9 @@ def parse_harness_message(msg: JSONObject) -> HarnessRequest:
     if kind == "shutdown":
         _fields(msg, "shutdown", ("type",))
         return Shutdown()
+    if kind == "reset":
+        _fields(msg, "reset", ("type",))
+        return Reset()
     if kind == "compare":
         _fields(msg, "compare", ("type", "id", "order", "a", "b"))
         order = parse_order(msg["order"], "compare.order")

@@ -162,7 +162,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         handshake,
     )
     from fencepost.harness.report import RegressionError, load_regression, replay_regression
-    from fencepost.harness.runner import RunResult
+    from fencepost.harness.results import RunResult
 
     try:
         regression = load_regression(path)

@@ -21,8 +21,8 @@ from fencepost.harness.report import (
     write_junit,
     write_report_dir,
 )
+from fencepost.harness.results import RunResult
 from fencepost.harness.rules import Rule
-from fencepost.harness.runner import RunResult
 from fencepost.mutants.sut_catalog import CATALOG
 from fencepost.sut.adapter import InProcessSut
 
