@@ -19,28 +19,25 @@ with ``error`` carrying the request's id, and the SUT must keep running.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import random
 from dataclasses import dataclass
 
-from fencepost.harness.pool import SutPool
+from fencepost.harness.coverage import Situation, order_situation
 from fencepost.harness.protocol import (
-    PROTOCOL_VERSION,
     CompareOk,
     ErrorReply,
-    HelloOk,
     MergeOk,
     MessageError,
     compare_message,
     encode,
-    hello_message,
     merge_message,
     parse_sut_message,
-    shutdown_message,
 )
 from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
-from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.harness.session import LineSession
+from fencepost.harness.transport import SutFactory
 from fencepost.judge.cuts import compare, same_claim
 from fencepost.judge.merge import Withheld, merge
 from fencepost.judge.values import (
@@ -65,6 +62,8 @@ MILLIS = Order.integer("millis", False)
 KEYS = Order.string("keys")
 ORDERS: tuple[Order, ...] = (OFFSETS, MILLIS, KEYS)
 
+#: Integers the random cases draw from; the last two are replaced by the top of a declared
+#: range (``hello_ok.integers``), so a SUT with 64-bit integers is tested at its edge.
 _INT_POOL: tuple[int, ...] = (-1, 0, 1, 2, 3, 5, 10**40, 10**40 + 1)
 _STR_POOL: tuple[str, ...] = ("", "a", "a\x00", "ab", "b", "é", "\U0001f600", "z")
 
@@ -146,6 +145,37 @@ def _coordinate(rng: random.Random, order: Order) -> Coordinate:
     return rng.choice(_INT_POOL) if order.kind == "integer" else rng.choice(_STR_POOL)
 
 
+def _within(case: AlgebraCase, top: int) -> AlgebraCase:
+    """``case`` with its huge integers moved to the top of a declared range.
+
+    The shift ``x -> top - (10**40 + 1 - x)`` keeps every order and successor
+    relation among the coordinates, so the case asks the same question at the
+    edge the SUT declared instead of beyond it.
+    """
+    edge = _INT_POOL[-1]
+
+    def move(cut: Cut) -> Cut:
+        if isinstance(cut.at, int) and cut.at >= edge - 10:
+            return Cut(cut.endpoint, top - (edge - cut.at))
+        return cut
+
+    if isinstance(case, CompareCase):
+        return CompareCase(case.order, move(case.a), move(case.b))
+    return MergeCase(
+        case.membership,
+        tuple(dataclasses.replace(c, cut=move(c.cut)) for c in case.checkpoints),
+    )
+
+
+def fits(case: AlgebraCase, limits: tuple[int, int] | None) -> bool:
+    """Every integer of ``case`` lies within the SUT's declared range (None: any size)."""
+    if limits is None:
+        return True
+    cuts = [case.a, case.b] if isinstance(case, CompareCase) else [c.cut for c in case.checkpoints]
+    low, high = limits
+    return all(not isinstance(c.at, int) or low <= c.at <= high for c in cuts)
+
+
 def _cut(rng: random.Random, order: Order, near: Cut | None = None) -> Cut:
     roll = rng.random()
     if roll < 0.12:
@@ -202,10 +232,25 @@ def random_merge(rng: random.Random) -> MergeCase:
     return MergeCase(membership, tuple(checkpoints))
 
 
-def random_cases(seed: int, count: int = 100) -> list[AlgebraCase]:
-    """``count`` generated cases, about 60% compare and 40% merge, from ``seed``."""
+def random_cases(
+    seed: int, count: int = 100, limits: tuple[int, int] | None = None
+) -> list[AlgebraCase]:
+    """``count`` generated cases, about 60% compare and 40% merge, from ``seed``.
+
+    With ``limits`` (a declared integer range) every case stays inside it: huge
+    integers are moved to the range's top edge, and a case still outside it (one
+    past the edge) is drawn again.
+    """
     rng = random.Random(seed)
-    return [random_compare(rng) if rng.random() < 0.6 else random_merge(rng) for _ in range(count)]
+    cases: list[AlgebraCase] = []
+    while len(cases) < count:
+        case = random_compare(rng) if rng.random() < 0.6 else random_merge(rng)
+        if limits is not None:
+            case = _within(case, limits[1])
+            if not fits(case, limits):
+                continue
+        cases.append(case)
+    return cases
 
 
 def exhaustive_cases() -> list[AlgebraCase]:
@@ -219,7 +264,10 @@ def exhaustive_cases() -> list[AlgebraCase]:
     """
     cases: list[AlgebraCase] = []
     for order in ORDERS:
-        coords: tuple[Coordinate, ...] = (1, 2, 3) if order.kind == "integer" else ("a", "b", "c")
+        # Strings: U+FFEE sorts below U+1F600 by code point, above it in UTF-16 units.
+        coords: tuple[Coordinate, ...] = (
+            (1, 2, 3) if order.kind == "integer" else ("a", "\uffee", "\U0001f600")
+        )
         cuts = [NOTHING] + [k(x) for x in coords for k in (Cut.before, Cut.through)]
         cases.extend(CompareCase(order, a, b) for a in cuts for b in cuts)
 
@@ -278,10 +326,41 @@ class AlgebraResult:
     failing: AlgebraCase | None
     equivalent_representations: int
     stderr: dict[str, str]
+    situations: frozenset[Situation] = frozenset()
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+
+def situations_of(case: AlgebraCase) -> set[Situation]:
+    """The situations of docs/procedure.md one compare or merge case puts to the SUT."""
+    if isinstance(case, CompareCase):
+        orders = [case.order]
+        cuts = [case.a, case.b]
+    else:
+        m = case.membership
+        orders = [m.order_of(p) for p in sorted(m.partitions)]
+        cuts = [c.cut for c in case.checkpoints]
+    found = {order_situation(o) for o in orders}
+    marks = {(c.endpoint.value, c.at) for c in cuts if c.at is not None}
+    for kind, at in marks:
+        if kind == "before" and ("through", at) in marks:
+            found.add(Situation.BOTH_KINDS_ONE_COORDINATE)
+        if (
+            isinstance(at, int)
+            and kind == "through"
+            and ("before", at + 1) in marks
+            and any(o.successor for o in orders)
+        ):
+            found.add(Situation.SUCCESSOR_EDGE)
+        if isinstance(at, str) and any(ord(ch) > 0xFFFF for ch in at):
+            found.add(Situation.ASTRAL_STRINGS)
+    if isinstance(case, MergeCase):
+        want = expected(case)
+        if isinstance(want, Withheld):
+            found.add(Situation(f"withheld_{want.reason.value}"))
+    return found
 
 
 def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | str | None:
@@ -332,148 +411,50 @@ def judge(case: AlgebraCase, reply: CompareOk | MergeOk) -> tuple[Rule, str] | s
     return "equivalent" if got != want else None
 
 
-class _Session:
-    """One algebra worker: handshake, probes, cases; collects the transcript."""
-
-    def __init__(self, factory: SutFactory, timeout: float) -> None:
-        self.factory = factory
-        self.timeout = timeout
-        self.lines: list[TranscriptLine] = []
-        self.messages = 0
-        self.case_no = 0
-        self.channel: Channel | None = None
-        self.next_id = 0
-
-    def note(self, direction: str, text: str) -> None:
-        if direction != "**":
-            self.messages += 1
-        self.lines.append(TranscriptLine(self.case_no, "alg", direction, text))
-
-    def send(self, text: str) -> None:
-        assert self.channel is not None
-        self.note("->", text)
-        self.channel.send(text, self.timeout)
-
-    def receive(self) -> str:
-        assert self.channel is not None
-        line = self.channel.receive(self.timeout)
-        self.note("<-", line)
-        return line
-
-    def open(self) -> None:
-        pool = self.factory if isinstance(self.factory, SutPool) else None
-        kept = None if pool is None or pool.hello is None else pool.acquire("alg")
-        if kept is not None and pool is not None and pool.hello is not None:
-            self.channel = kept
-            self.note("**", "a process kept from an earlier run (reset)")
-            msg: object = pool.hello
-        else:
-            self.channel = self.factory.start("alg")
-            self.send(encode(hello_message()))
-            line = self.receive()
-            try:
-                msg = parse_sut_message(line)
-            except MessageError as exc:
-                raise SutFailure(Rule.HANDSHAKE, f"hello answered with {exc}", "alg") from None
-            if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
-                raise SutFailure(Rule.HANDSHAKE, f"hello answered with {line[:200]!r}", "alg")
-            if pool is not None and pool.hello is None:
-                pool.hello = msg
-        assert isinstance(msg, HelloOk)
-        if "algebra" not in msg.levels:
-            raise SutFailure(Rule.HANDSHAKE, "the SUT does not implement level 'algebra'", "alg")
-
-    def probe(self) -> None:
-        """Unparsable input must get an ``error`` and leave the SUT running."""
-        self.send("this line is not JSON")
-        self.expect_error(None, "a line that is not JSON")
-        self.next_id += 1
-        bad = compare_message(self.next_id, OFFSETS, Cut.before(1), NOTHING)
-        bad["a"] = {"at": 1, "kind": "sideways"}
-        self.send(encode(bad))
-        self.expect_error(self.next_id, "a compare whose cut kind is 'sideways'")
-
-    def expect_error(self, request_id: int | None, what: str) -> None:
-        line = self.receive()
-        try:
-            msg = parse_sut_message(line)
-        except MessageError as exc:
-            raise SutFailure(
-                Rule.ERROR_HANDLING, f"{what} was answered with {exc}", "alg"
-            ) from None
-        if not isinstance(msg, ErrorReply) or msg.id != request_id:
-            raise SutFailure(
-                Rule.ERROR_HANDLING,
-                f"{what} must be answered with an error carrying id {request_id!r}; got "
-                f"{line[:200]!r}",
-                "alg",
-            )
-
-    def ask(self, case: AlgebraCase) -> CompareOk | MergeOk:
-        self.next_id += 1
-        request_id = self.next_id
-        self.send(encode(case_message(case, request_id)))
-        line = self.receive()
-        try:
-            msg = parse_sut_message(line)
-        except MessageError as exc:
-            raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), "alg") from None
-        if isinstance(msg, ErrorReply):
-            raise SutFailure(
-                Rule.SUT_ERROR,
-                f"{describe_case(case)} was answered with an error: {msg.message[:300]}",
-                "alg",
-            )
-        if not isinstance(msg, CompareOk | MergeOk):
-            raise SutFailure(Rule.CALL_PAIRING, f"unexpected answer {line[:200]!r}", "alg")
-        if type(msg.id) is not int or msg.id != request_id:
-            raise SutFailure(
-                Rule.CALL_PAIRING,
-                f"the answer carries id {msg.id!r}; the request's id is {request_id}",
-                "alg",
-            )
-        return msg
-
-    def close(self, clean: bool) -> Violation | None:
-        if self.channel is None:
-            return None
-        if isinstance(self.factory, SutPool):
-            if not clean:
-                self.factory.discard(self.channel)
-                return None
-            problem = self.factory.release(self.channel)
-            return None if problem is None else Violation(Rule.RESET, problem, self.case_no, "alg")
-        with contextlib.suppress(SutFailure, OSError):
-            self.send(encode(shutdown_message()))
-        grace = SHUTDOWN_GRACE if clean else 0.3
-        status = self.channel.close(grace)
-        if clean and status != 0:
-            how = (
-                f"did not exit within {grace:g}s of shutdown (killed)"
-                if status is None
-                else f"exited with status {status} after shutdown"
-            )
-            return Violation(Rule.SHUTDOWN, how, self.case_no, "alg")
-        return None
+def ask(session: LineSession, case: AlgebraCase) -> CompareOk | MergeOk:
+    """Ask the SUT about one case; a malformed or misplaced answer is a SutFailure."""
+    session.next_id += 1
+    request_id = session.next_id
+    session.send(encode(case_message(case, request_id)))
+    line = session.receive()
+    try:
+        msg = parse_sut_message(line)
+    except MessageError as exc:
+        raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), session.worker) from None
+    if isinstance(msg, ErrorReply):
+        raise SutFailure(
+            Rule.SUT_ERROR,
+            f"{describe_case(case)} was answered with an error: {msg.message[:300]}",
+            session.worker,
+        )
+    if not isinstance(msg, CompareOk | MergeOk):
+        raise SutFailure(Rule.CALL_PAIRING, f"unexpected answer {line[:200]!r}", session.worker)
+    if type(msg.id) is not int or msg.id != request_id:
+        raise SutFailure(
+            Rule.CALL_PAIRING,
+            f"the answer carries id {msg.id!r}; the request's id is {request_id}",
+            session.worker,
+        )
+    return msg
 
 
 def run_algebra(
-    factory: SutFactory, cases: list[AlgebraCase], *, timeout: float = 10.0, probe: bool = True
+    factory: SutFactory, cases: list[AlgebraCase], *, timeout: float = 10.0
 ) -> AlgebraResult:
     """Ask the SUT about every case in one session; stop at the first wrong answer."""
-    session = _Session(factory, timeout)
+    session = LineSession(factory, timeout, "alg", require="algebra")
     violations: list[Violation] = []
     failing: AlgebraCase | None = None
     equivalent = 0
     ran = 0
+    seen: set[Situation] = set()
     try:
         session.open()
-        if probe:
-            session.probe()
         for case in cases:
             session.case_no += 1
             ran += 1
-            verdict = judge(case, session.ask(case))
+            seen |= situations_of(case)
+            verdict = judge(case, ask(session, case))
             if verdict == "equivalent":
                 equivalent += 1
             elif verdict is not None:
@@ -500,6 +481,7 @@ def run_algebra(
         failing,
         equivalent,
         stderr,
+        frozenset(seen),
     )
 
 
@@ -528,7 +510,7 @@ def shrink_case(
 ) -> tuple[AlgebraCase, AlgebraResult, int]:
     """The smallest variant of ``case`` that still breaks ``rule`` (greedy), with its run."""
     best = case
-    result = run_algebra(factory, [case], timeout=timeout, probe=False)
+    result = run_algebra(factory, [case], timeout=timeout)
     runs = 1
     improved = True
     while improved and runs < budget:
@@ -536,7 +518,7 @@ def shrink_case(
         for candidate in _smaller(best):
             if runs >= budget:
                 break
-            attempt = run_algebra(factory, [candidate], timeout=timeout, probe=False)
+            attempt = run_algebra(factory, [candidate], timeout=timeout)
             runs += 1
             if attempt.violations and attempt.violations[0].rule is rule:
                 best, result, improved = candidate, attempt, True

@@ -1,22 +1,34 @@
 """A whole conformance run: what ``fencepost conform`` does, as a library call.
 
-:func:`conform` shakes hands with the SUT, then runs, level by level and
-stopping at the first failure:
+:func:`conform` shakes hands with the SUT, then runs every phase, whatever an
+earlier phase found (``fail_fast`` stops at the first failure instead):
 
-1. **algebra** (if tested): every small-bounds case once, then random batches;
-2. **exhaustive schedules**: each scripted base of :data:`fencepost.harness.search.BASE`
+1. **error handling**: the probes of :mod:`fencepost.harness.probes`;
+2. **algebra** (if tested): every small-bounds case once, then random batches;
+3. **exhaustive schedules**: each scripted base of :data:`fencepost.harness.search.BASES`
    with every single inserted step (``depth`` 1 by default);
-3. **random schedules**: ``schedules`` seeded random runs, round robin over
+4. **random schedules**: ``schedules`` seeded random runs, round robin over
    the publisher, checkpointer and composed families.
 
-A failure is shrunk (:func:`fencepost.harness.search.shrink`) and returned with
-its rule, shortest schedule, full transcript and the seed that replays it
-(:func:`replay`). The result is plain data (:class:`ConformReport`); rendering
-it is :mod:`fencepost.harness.report`'s job.
+A phase stops at its first failure, which is shrunk
+(:func:`fencepost.harness.search.shrink`) and kept with its rule, shortest
+schedule, full transcript and the seed that replays it (:func:`replay`): the
+report has the shortest counterexample of every failing phase.
+
+A SUT that declares ``"integers"`` in ``hello_ok`` gets no integer outside that
+range; one that declares the ``reset`` capability has its processes reused
+between runs (:class:`~fencepost.harness.pool.SutPool`), and every failure found
+on reused processes is replayed on fresh ones: a failure that does not come back
+is reported as a ``reset`` violation instead. Every run's situations
+(:mod:`fencepost.harness.coverage`) are counted into the report's coverage table.
+
+The result is plain data (:class:`ConformReport`); rendering it is
+:mod:`fencepost.harness.report`'s job.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -26,11 +38,16 @@ from fencepost.harness.algebra import (
     AlgebraCase,
     AlgebraResult,
     exhaustive_cases,
+    fits,
     random_cases,
     run_algebra,
     shrink_case,
 )
+from fencepost.harness.coverage import Coverage, Situation
+from fencepost.harness.pool import SutPool
+from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
+    INTEGER_RANGES,
     LEVELS,
     PROTOCOL_VERSION,
     HelloOk,
@@ -48,6 +65,7 @@ from fencepost.harness.search import (
     FAMILIES,
     FAMILY_LEVELS,
     ExhaustiveCase,
+    bases_of,
     exhaustive,
     exhaustive_schedule,
     family_of,
@@ -80,6 +98,10 @@ class ConformOptions:
     algebra_batches: int = 8
     shrink_runs: int = 400
     shrink_seconds: float = 120.0
+    #: Stop at the first failing phase instead of running every phase.
+    fail_fast: bool = False
+    #: Reuse processes between runs when the SUT declares the reset capability.
+    reuse: bool = True
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,8 @@ class Failure:
     original_steps: int = 0
     shrink_runs: int = 0
     case: AlgebraCase | None = None
+    #: The phase that found it.
+    phase: str = ""
 
     @property
     def kind(self) -> str:
@@ -129,6 +153,16 @@ class ConformReport:
     equivalent_representations: int
     seconds: float
     problem: str | None = None
+    #: The integer range the SUT declared and the harness kept to.
+    integers: str = "arbitrary"
+    #: Processes started, and runs served by a process kept from an earlier run (reset).
+    processes: int = 0
+    reused: int = 0
+    coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+
+    def warnings(self) -> tuple[str, ...]:
+        """Situations the tested levels can reach that no run exercised."""
+        return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
 
     @property
     def ok(self) -> bool:
@@ -144,7 +178,15 @@ class ConformReport:
 
 
 def handshake(factory: SutFactory, timeout: float) -> tuple[str, tuple[str, ...], Failure | None]:
-    """Start one worker, say hello, shut it down: the SUT's name and declared levels.
+    """Start one worker, say hello, shut it down: the SUT's name and declared levels."""
+    hello, failure = greet(factory, timeout)
+    if hello is None:
+        return "", (), failure
+    return hello.name, hello.levels, failure
+
+
+def greet(factory: SutFactory, timeout: float) -> tuple[HelloOk | None, Failure | None]:
+    """Start one worker, say hello, shut it down: the SUT's whole ``hello_ok``.
 
     A SUT that does not answer hello with ``hello_ok`` for protocol 1, or does
     not exit with status 0 on shutdown, fails here with its transcript.
@@ -175,16 +217,12 @@ def handshake(factory: SutFactory, timeout: float) -> tuple[str, tuple[str, ...]
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:
-            return "", (), failed(Rule.HANDSHAKE, f"hello was answered with {exc}")
+            return None, failed(Rule.HANDSHAKE, f"hello was answered with {exc}")
         if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
-            return (
-                "",
-                (),
-                failed(
-                    Rule.HANDSHAKE,
-                    f"hello (protocol {PROTOCOL_VERSION}) must be answered with hello_ok for "
-                    f"protocol {PROTOCOL_VERSION}; got {line[:200]!r}",
-                ),
+            return None, failed(
+                Rule.HANDSHAKE,
+                f"hello (protocol {PROTOCOL_VERSION}) must be answered with hello_ok for "
+                f"protocol {PROTOCOL_VERSION}; got {line[:200]!r}",
             )
         bye = encode(shutdown_message())
         lines.append(TranscriptLine(0, "probe", "->", bye))
@@ -196,10 +234,10 @@ def handshake(factory: SutFactory, timeout: float) -> tuple[str, tuple[str, ...]
                 if status is None
                 else f"exited with status {status} after shutdown"
             )
-            return msg.name, msg.levels, failed(Rule.SHUTDOWN, how)
-        return msg.name, msg.levels, None
+            return msg, failed(Rule.SHUTDOWN, how)
+        return msg, None
     except SutFailure as failure:
-        return "", (), failed(failure.rule, failure.message)
+        return None, failed(failure.rule, failure.message)
     finally:
         if channel is not None:
             channel.close(0.3)
@@ -272,11 +310,20 @@ def _schedule_failure(
     return failure_from_run(seed, family_of(seed), shrunk.result, len(result.executed), shrunk.runs)
 
 
-def run_case(factory: SutFactory, seed: int, options: ConformOptions) -> RunResult | AlgebraResult:
+def _limits(integers: str) -> tuple[int, int] | None:
+    return INTEGER_RANGES.get(integers)
+
+
+def run_case(
+    factory: SutFactory, seed: int, options: ConformOptions, integers: str = "arbitrary"
+) -> RunResult | AlgebraResult:
     """Run the case named by ``seed`` once (no shrinking)."""
     family = family_of(seed)
     if family == "algebra":
-        cases = exhaustive_cases() if seed < 0 else random_cases(seed)
+        if seed < 0:
+            cases = [c for c in exhaustive_cases() if fits(c, _limits(integers))]
+        else:
+            cases = random_cases(seed, limits=_limits(integers))
         return run_algebra(factory, cases, timeout=options.timeout)
     if seed < 0:
         setup, schedule = exhaustive_schedule(
@@ -295,109 +342,208 @@ def _failure_for(
 
 
 class _Phases:
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.done: list[Phase] = []
-        self.equivalent = 0
+    """Runs phases one after the other, keeping each phase's figures and first failure."""
 
-    def run(
-        self,
-        name: str,
-        cases: list[int],
-        factory: SutFactory,
-        options: ConformOptions,
-    ) -> Failure | None:
+    def __init__(self, progress: Progress, options: ConformOptions, integers: str) -> None:
+        self.progress = progress
+        self.options = options
+        self.integers = integers
+        self.done: list[Phase] = []
+        self.failures: list[Failure] = []
+        self.equivalent = 0
+        self.seen: list[frozenset[Situation]] = []
+
+    @property
+    def stop(self) -> bool:
+        """A failure was found and the run is fail-fast."""
+        return self.options.fail_fast and bool(self.failures)
+
+    def _ended(
+        self, name: str, runs: int, messages: int, started: float, failure: Failure | None
+    ) -> None:
+        self.done.append(
+            Phase(name, runs, messages, time.monotonic() - started, failure is not None)
+        )
+        if failure is not None:
+            self.failures.append(dataclasses.replace(failure, phase=name))
+
+    def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
+        name = "error handling"
+        started = time.monotonic()
+        self.progress(name, 0, 1)
+        result = run_probes(factory, levels, timeout=self.options.timeout)
+        self.progress(name, 1, 1)
+        failure = None
+        if not result.ok:
+            failure = Failure(
+                seed=None,
+                family="probes",
+                violation=result.violations[0],
+                transcript=result.transcript,
+                stderr=dict(result.stderr),
+            )
+        self._ended(name, 1, result.messages, started, failure)
+
+    def run(self, name: str, cases: list[int], factory: SutFactory) -> None:
         started = time.monotonic()
         messages = 0
         for i, seed in enumerate(cases):
             self.progress(name, i, len(cases))
-            result = run_case(factory, seed, options)
+            result = run_case(factory, seed, self.options, self.integers)
             messages += result.messages
+            self.seen.append(result.situations)
             if isinstance(result, AlgebraResult):
                 self.equivalent += result.equivalent_representations
             if not result.ok:
                 self.progress(name, i + 1, len(cases))
-                failure = _failure_for(factory, seed, result, options)
-                self.done.append(Phase(name, i + 1, messages, time.monotonic() - started, True))
-                return failure
+                failure = _failure_for(factory, seed, result, self.options)
+                self._ended(name, i + 1, messages, started, failure)
+                return
         self.progress(name, len(cases), len(cases))
-        self.done.append(Phase(name, len(cases), messages, time.monotonic() - started))
-        return None
+        self._ended(name, len(cases), messages, started, None)
 
-    def exhaustive(
-        self, family: str, factory: SutFactory, options: ConformOptions
-    ) -> Failure | None:
-        name = f"{family} exhaustive (depth {options.depth})"
+    def exhaustive(self, base: str, factory: SutFactory) -> None:
+        name = f"{base} exhaustive (depth {self.options.depth})"
         started = time.monotonic()
         messages = runs = 0
-        for case, result in exhaustive(factory, family, options.depth, timeout=options.timeout):
+        for case, result in exhaustive(
+            factory, base, self.options.depth, timeout=self.options.timeout
+        ):
             runs += 1
             messages += result.messages
+            self.seen.append(result.situations)
             self.progress(name, runs, None)
             if not result.ok:
-                failure = _schedule_failure(factory, case.seed, result, options)
-                self.done.append(Phase(name, runs, messages, time.monotonic() - started, True))
-                return failure
-        self.done.append(Phase(name, runs, messages, time.monotonic() - started))
-        return None
+                failure = _schedule_failure(factory, case.seed, result, self.options)
+                self._ended(name, runs, messages, started, failure)
+                return
+        self._ended(name, runs, messages, started, None)
+
+
+def _confirm_fresh(
+    inner: SutFactory, failure: Failure, options: ConformOptions, integers: str
+) -> Failure:
+    """Replay a failure found on reused processes with fresh ones (see the module docstring)."""
+    if failure.seed is None:
+        return failure
+    if failure.setup is not None:
+        again: RunResult | AlgebraResult = run_schedule(
+            inner, failure.setup, failure.actions, timeout=options.timeout
+        )
+    elif failure.case is not None:
+        again = run_algebra(inner, [failure.case], timeout=options.timeout)
+    else:
+        again = run_case(inner, failure.seed, options, integers)
+    hit = (
+        again.first
+        if isinstance(again, RunResult)
+        else (again.violations[0] if again.violations else None)
+    )
+    if hit is not None and hit.rule is failure.violation.rule:
+        # Report the fresh run: the transcript a replay of the seed reproduces.
+        if isinstance(again, RunResult):
+            return dataclasses.replace(
+                failure,
+                violation=hit,
+                steps=again.steps,
+                transcript=again.transcript,
+                stderr=dict(again.stderr),
+            )
+        return dataclasses.replace(
+            failure, violation=hit, transcript=again.transcript, stderr=dict(again.stderr)
+        )
+    found = "nothing" if hit is None else f"{hit.rule.value} instead"
+    return dataclasses.replace(
+        failure,
+        violation=Violation(
+            Rule.RESET,
+            f"{failure.violation.rule.value} was found on processes reused after reset, but "
+            f"the same schedule on fresh processes finds {found}: after reset the SUT does not "
+            f"behave as a freshly started process ({failure.violation.message})",
+            failure.violation.step,
+            failure.violation.worker,
+        ),
+    )
 
 
 def conform(
     factory: SutFactory, options: ConformOptions = ConformOptions(), progress: Progress = _quiet
 ) -> ConformReport:
-    """Test the SUT ``factory`` starts; stops at the first failure (see the module docstring)."""
+    """Test the SUT ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
-    name, declared, broken = handshake(factory, options.timeout)
+    hello, broken = greet(factory, options.timeout)
+    name = hello.name if hello is not None else ""
+    declared = hello.levels if hello is not None else ()
+    integers = hello.integers if hello is not None else "arbitrary"
     tested = tuple(level for level in LEVELS if level in options.levels and level in declared)
-    phases = _Phases(progress)
+    pool: SutPool | None = None
+    used: SutFactory = factory
+    if hello is not None and "reset" in hello.capabilities and options.reuse:
+        pool = SutPool(factory, options.timeout)
+        used = pool
+    phases = _Phases(progress, options, integers)
 
-    def report(failure: Failure | None, problem: str | None = None) -> ConformReport:
+    def report(problem: str | None = None) -> ConformReport:
+        if pool is not None:
+            pool.close()
+            for p in pool.problems:
+                phases.failures.append(
+                    Failure(
+                        None,
+                        "pool",
+                        Violation(p.rule, p.message, None, p.worker),
+                        stderr={p.worker: p.stderr},
+                        phase="kept processes",
+                    )
+                )
+            phases.failures[:] = [
+                _confirm_fresh(factory, f, options, integers) for f in phases.failures
+            ]
         return ConformReport(
             sut=factory.description,
             sut_name=name,
             declared=declared,
             tested=tested,
             phases=tuple(phases.done),
-            failures=() if failure is None else (failure,),
+            failures=tuple(phases.failures),
             equivalent_representations=phases.equivalent,
             seconds=time.monotonic() - started,
             problem=problem,
+            integers=integers,
+            processes=pool.started if pool is not None else 0,
+            reused=pool.reused if pool is not None else 0,
+            coverage=Coverage.of(phases.seen),
         )
 
     if broken is not None:
-        return report(broken)
+        phases.failures.append(broken)
+        return report()
     if not tested:
         return report(
-            None,
             f"the SUT implements {', '.join(declared) or 'no level'}; none of the requested "
             f"levels ({', '.join(sorted(options.levels))}) can be tested",
         )
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= set(tested)]
     rng = random.Random(options.seed)
-    if "algebra" in families:
-        failure = phases.run(
-            "algebra exhaustive", [ExhaustiveCase("algebra").seed], factory, options
-        )
-        if failure is None:
+    phases.probes(used, frozenset(tested))
+    if "algebra" in families and not phases.stop:
+        phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
+        if not phases.stop:
             seeds = [seed_for(rng, "algebra") for _ in range(options.algebra_batches)]
-            failure = phases.run("algebra random", seeds, factory, options)
-        if failure is not None:
-            return report(failure)
+            phases.run("algebra random", seeds, used)
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
-        for family in schedule_families:
-            failure = phases.exhaustive(family, factory, options)
-            if failure is not None:
-                return report(failure)
-    if schedule_families and options.schedules > 0:
+        for base in bases_of(schedule_families):
+            if phases.stop:
+                break
+            phases.exhaustive(base, used)
+    if schedule_families and options.schedules > 0 and not phases.stop:
         seeds = [
             seed_for(rng, schedule_families[i % len(schedule_families)])
             for i in range(options.schedules)
         ]
-        failure = phases.run("random schedules", seeds, factory, options)
-        if failure is not None:
-            return report(failure)
-    return report(None)
+        phases.run("random schedules", seeds, used)
+    return report()
 
 
 def replay(
@@ -405,9 +551,12 @@ def replay(
 ) -> ConformReport:
     """Run the case named by ``seed`` again (and shrink it, if it fails), exactly as found."""
     started = time.monotonic()
-    name, declared, failure = handshake(factory, options.timeout)
+    hello, failure = greet(factory, options.timeout)
+    name = hello.name if hello is not None else ""
+    declared = hello.levels if hello is not None else ()
+    integers = hello.integers if hello is not None else "arbitrary"
     family = family_of(seed)
-    phases = _Phases(_quiet)
+    phases = _Phases(_quiet, options, integers)
     problem = None
     missing = FAMILY_LEVELS[family] - set(declared)
     if failure is None and missing:
@@ -416,17 +565,20 @@ def replay(
             f"{', '.join(sorted(missing))}"
         )
     elif failure is None:
-        failure = phases.run(f"replay of seed {seed} ({family})", [seed], factory, options)
+        phases.run(f"replay of seed {seed} ({family})", [seed], factory)
+    failures = phases.failures if failure is None else [failure]
     return ConformReport(
         sut=factory.description,
         sut_name=name,
         declared=declared,
         tested=tuple(sorted(FAMILY_LEVELS[family])),
         phases=tuple(phases.done),
-        failures=() if failure is None else (failure,),
+        failures=tuple(failures),
         equivalent_representations=phases.equivalent,
         seconds=time.monotonic() - started,
         problem=problem,
+        integers=integers,
+        coverage=Coverage.of(phases.seen),
     )
 
 
@@ -436,7 +588,9 @@ def describe_seed(seed: int, workers: int = 2) -> str:
     if seed < 0:
         case = ExhaustiveCase.from_seed(seed)
         inserted = len(case.insertions)
-        return f"{family}, exhaustive: the scripted base with {inserted} inserted step(s)"
+        if case.base == "algebra":
+            return "algebra, exhaustive: every small-bounds compare and merge case"
+        return f"{family}, exhaustive: base {case.base} with {inserted} inserted step(s)"
     if family == "algebra":
         return "algebra, a random batch of 100 compare/merge cases"
     setup = random_setup(seed, workers)

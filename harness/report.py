@@ -31,7 +31,8 @@ from fencepost.harness.algebra import (
     run_algebra,
 )
 from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
-from fencepost.harness.protocol import MessageError
+from fencepost.harness.coverage import Situation
+from fencepost.harness.protocol import INTEGER_RANGES, MessageError
 from fencepost.harness.results import RunResult, TranscriptLine
 from fencepost.harness.rules import Violation
 from fencepost.harness.runner import run_schedule
@@ -53,7 +54,8 @@ def render_failure(failure: Failure, command: str, *, transcript: bool = True) -
     v = failure.violation
     kind = "docs/semantics.md section 7 property" if v.rule.is_property else "protocol rule"
     out = [
-        f"FAILURE: {v.rule.value} ({kind})",
+        f"FAILURE: {v.rule.value} ({kind})"
+        + (f" in phase {failure.phase}" if failure.phase else ""),
         f"  meaning: {v.rule.meaning}",
         f"  what happened: {v}",
     ]
@@ -92,7 +94,13 @@ def render_summary(report: ConformReport, command: str) -> str:
         f"  SUT: {report.sut} (says it is {report.sut_name or '?'}; levels "
         f"{', '.join(report.declared) or 'none'})",
         f"  levels tested: {', '.join(report.tested) or 'none'}",
+        f"  integers: {_integers(report.integers)}",
     ]
+    if report.reused:
+        out.append(
+            f"  processes: {report.processes} started, reused {report.reused} time(s) after "
+            "reset (every failure replayed on fresh processes)"
+        )
     for phase in report.phases:
         mark = "FAIL" if phase.failed else "ok"
         shrinking = " (shrinking included)" if phase.failed else ""
@@ -111,10 +119,31 @@ def render_summary(report: ConformReport, command: str) -> str:
         )
     if report.problem:
         out.append(f"  problem: {report.problem}")
+    out.append("")
+    out.extend(render_coverage(report))
     for failure in report.failures:
         out.append("")
         out.append(render_failure(failure, command))
     return "\n".join(out)
+
+
+def _integers(declared: str) -> str:
+    limits = INTEGER_RANGES.get(declared)
+    if limits is None:
+        return "any size (no range declared; declare hello_ok.integers to limit them)"
+    return f"{declared}, from {limits[0]} to {limits[1]} (declared by the SUT)"
+
+
+def render_coverage(report: ConformReport) -> list[str]:
+    """The situation coverage table and its warnings."""
+    out = ["  situation coverage (runs that exercised each situation of docs/procedure.md):"]
+    width = max(len(s.says) for s in Situation)
+    for situation in Situation:
+        runs = report.coverage.runs.get(situation, 0)
+        out.append(f"    {situation.says:<{width}}  {runs:>5}")
+    for warning in report.warnings():
+        out.append(f"  WARNING: {warning}")
+    return out
 
 
 def _violation_json(v: Violation) -> dict[str, object]:
@@ -126,6 +155,7 @@ def failure_json(failure: Failure) -> dict[str, object]:
         "seed": failure.seed,
         "family": failure.family,
         "kind": failure.kind,
+        "phase": failure.phase,
         "violation": _violation_json(failure.violation),
         "schedule": [
             {"step": s.index, "drain": s.drain, "action": action_to_json(s.action), "says": s.says}
@@ -160,50 +190,93 @@ def report_json(report: ConformReport) -> dict[str, object]:
         "seconds": round(report.seconds, 3),
         "equivalent_representations": report.equivalent_representations,
         "problem": report.problem,
+        "integers": report.integers,
+        "processes": {"started": report.processes, "reused": report.reused},
+        "coverage": {s.value: report.coverage.runs.get(s, 0) for s in Situation},
+        "warnings": list(report.warnings()),
         "failures": [failure_json(f) for f in report.failures],
     }
 
 
 def write_junit(path: Path, report: ConformReport, command: str) -> None:
-    """JUnit XML: one test case per phase (a failing phase carries the full failure)."""
+    """JUnit XML: one test case per phase, each failing phase carrying its own failure.
+
+    Suite properties carry the SUT, the levels, the integer range and the
+    situation coverage (``coverage.<situation>``: runs that exercised it).
+    """
     suites = ET.Element("testsuites")
-    failures = sum(1 for p in report.phases if p.failed) + (1 if report.problem else 0)
+    by_phase = {f.phase: f for f in report.failures if f.phase}
+    loose = [
+        f for f in report.failures if not f.phase or f.phase not in {p.name for p in report.phases}
+    ]
+    cases = len(report.phases) + len(loose) + (1 if report.problem else 0)
+    failed = sum(1 for p in report.phases if p.failed) + len(loose) + (1 if report.problem else 0)
     suite = ET.SubElement(
         suites,
         "testsuite",
         name="fencepost conform",
-        tests=str(len(report.phases) + (1 if report.problem else 0)),
-        failures=str(failures),
+        tests=str(cases),
+        failures=str(failed),
         errors="0",
         time=f"{report.seconds:.3f}",
     )
     props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="sut", value=report.sut)
+    ET.SubElement(props, "property", name="sut", value=xml_text(report.sut))
     ET.SubElement(props, "property", name="levels", value=",".join(report.tested))
-    failure = report.failures[0] if report.failures else None
+    ET.SubElement(props, "property", name="integers", value=report.integers)
+    for situation in Situation:
+        ET.SubElement(
+            props,
+            "property",
+            name=f"coverage.{situation.value}",
+            value=str(report.coverage.runs.get(situation, 0)),
+        )
     for phase in report.phases:
         case = _junit_case(suite, phase)
+        failure = by_phase.get(phase.name)
         if phase.failed and failure is not None:
-            node = ET.SubElement(
-                case,
-                "failure",
-                message=str(failure.violation),
-                type=failure.violation.rule.value,
-            )
-            node.text = render_failure(failure, command)
-    if failure is not None and not any(p.failed for p in report.phases):
-        node = ET.SubElement(
-            ET.SubElement(suite, "testcase", classname="fencepost.conform", name="handshake"),
-            "failure",
-            message=str(failure.violation),
-            type=failure.violation.rule.value,
+            _junit_failure(case, failure, command)
+    for failure in loose:
+        name = failure.phase or failure.family
+        _junit_failure(
+            ET.SubElement(suite, "testcase", classname="fencepost.conform", name=name),
+            failure,
+            command,
         )
-        node.text = render_failure(failure, command)
     if report.problem:
         case = ET.SubElement(suite, "testcase", classname="fencepost.conform", name="levels")
-        ET.SubElement(case, "failure", message=report.problem, type="levels")
+        ET.SubElement(case, "failure", message=xml_text(report.problem), type="levels")
+    if report.warnings():
+        out = ET.SubElement(suite, "system-out")
+        out.text = xml_text("\n".join(report.warnings()))
     ET.indent(suites)
     path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _junit_failure(case: ET.Element, failure: Failure, command: str) -> None:
+    node = ET.SubElement(
+        case,
+        "failure",
+        message=xml_text(str(failure.violation)),
+        type=failure.violation.rule.value,
+    )
+    node.text = xml_text(render_failure(failure, command))
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot carry shown as an escape.
+
+    A SUT's messages are untrusted: control characters and lone surrogates in
+    them would make the report unreadable (``\x07`` becomes ``\\x07``).
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\t\n\r" or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or code > 0xFFFF:
+            out.append(ch)
+        else:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
 
 
 def _junit_case(suite: ET.Element, phase: Phase) -> ET.Element:
@@ -360,7 +433,7 @@ def replay_regression(
     if regression.setup is not None:
         return run_schedule(factory, regression.setup, regression.actions, timeout=timeout)
     assert regression.case is not None
-    result = run_algebra(factory, [regression.case], timeout=timeout, probe=False)
+    result = run_algebra(factory, [regression.case], timeout=timeout)
     if result.ok:
         return None
     return Failure(

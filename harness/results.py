@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fencepost.harness.coverage import Situation
 from fencepost.harness.protocol import (
     JSONObject,
 )
@@ -60,6 +61,8 @@ class RunResult:
     record: Record
     checkpoints: tuple[Checkpoint, ...]
     stderr: dict[str, str] = field(default_factory=dict)
+    #: The situations of docs/procedure.md the run exercised (harness/coverage.py).
+    situations: frozenset[Situation] = frozenset()
 
     @property
     def ok(self) -> bool:

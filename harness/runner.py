@@ -16,12 +16,13 @@ drives :class:`Run` step by step with a chooser.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from fencepost.harness.checks import (
     judge_checkpoint_write,
     judge_state,
 )
+from fencepost.harness.coverage import Seen, Situation, order_situation
 from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
@@ -61,8 +62,9 @@ from fencepost.harness.schedule import (
 from fencepost.harness.serving import MAX_CALLS_PER_REQUEST, Conversation, _Request, _Worker
 from fencepost.harness.transport import SHUTDOWN_GRACE, SutFactory
 from fencepost.harness.world import INJECT_KINDS, World, WorldSetup
+from fencepost.judge.cuts import covers
 from fencepost.judge.decide import AttemptLog
-from fencepost.judge.values import Checkpoint, Claim
+from fencepost.judge.values import Checkpoint, Claim, Coordinate
 
 
 class Run(Conversation):
@@ -100,6 +102,16 @@ class Run(Conversation):
         self._next_id = 0
         self._stderr: dict[str, str] = {}
         self._finished: RunResult | None = None
+        self.seen = Seen()
+        self._cuts: set[tuple[str, Coordinate]] = set()
+        self.seen.add(order_situation(setup.order))
+        if any(
+            isinstance(ev.at, str) and any(ord(ch) > 0xFFFF for ch in ev.at)
+            for epoch in setup.epochs
+            for part in epoch.partitions
+            for ev in part.events
+        ):
+            self.seen.add(Situation.ASTRAL_STRINGS)
         self.injections = 0
 
     # --- bookkeeping --------------------------------------------------------------------
@@ -306,7 +318,33 @@ class Run(Conversation):
             says = f"{describe(action)}: {failure.rule.value}: {failure.message}"
         self._steps.append(StepRecord(self.step, action, says, drain))
         self._violate(judge_state(self.world), getattr(action, "worker", None))
+        self._saw_cuts()
         return True
+
+    def _saw_cuts(self) -> None:
+        """Both endpoint kinds at one coordinate, and successor edges, among the stored cuts."""
+        world = self.world
+        cuts = [world.record.cut] + [
+            s.checkpoint.cut for key, s in world.checkpoints.items() if key[0] == world.epoch
+        ]
+        for cut in cuts:
+            if cut.at is None:
+                continue
+            mark = (cut.endpoint.value, cut.at)
+            if mark in self._cuts:
+                continue
+            self._cuts.add(mark)
+            other = "through" if cut.endpoint.value == "before" else "before"
+            if (other, cut.at) in self._cuts:
+                self.seen.add(Situation.BOTH_KINDS_ONE_COORDINATE)
+            if world.order.successor and isinstance(cut.at, int):
+                edge = (
+                    ("before", cut.at + 1)
+                    if cut.endpoint.value == "through"
+                    else ("through", cut.at - 1)
+                )
+                if edge in self._cuts:
+                    self.seen.add(Situation.SUCCESSOR_EDGE)
 
     def drain(self) -> None:
         """Answer every pending call normally until all workers are idle."""
@@ -352,7 +390,15 @@ class Run(Conversation):
                 f"its final horizon is now {truth.horizon()}"
             )
         elif isinstance(action, Reshard):
+            before = {k: s.checkpoint for k, s in world.checkpoints.items() if k[0] == world.epoch}
             membership = world.reshard()
+            self.seen.add(
+                Situation.CUTOVER_MONOTONE
+                if self.setup.policy == "monotone"
+                else Situation.CUTOVER_RESET
+            )
+            if reshard_moves_below(world, before, membership.epoch):
+                self.seen.add(Situation.RESHARD_BELOW_CHECKPOINT)
             text = (
                 f"reshard: epoch {membership.epoch} is durable with members "
                 f"{', '.join(sorted(membership.partitions)) or 'none'}"
@@ -406,11 +452,23 @@ class Run(Conversation):
         worker.request = None
         worker.pending = None
         worker.incarnation += 1
+        worker.restarted = True
         self._greet(worker)
         return f"{worker.name} crashes {doing}; restarted as {worker.wire_name}"
 
+    def _starting(self, worker: _Worker) -> None:
+        if worker.restarted:
+            worker.restarted = False
+            self.seen.add(Situation.RESTART_THEN_ATTEMPT)
+
     def _start_publish(self, worker: _Worker) -> str:
         self._check_idle(worker)
+        self._starting(worker)
+        if any(
+            w.role == "publisher" and w.request is not None and w is not worker
+            for w in self.workers.values()
+        ):
+            self.seen.add(Situation.PUBLISHERS_RACING)
         request = _Request(
             "publish", self._next_request_id(), attempt=AttemptLog(self.setup.policy)
         )
@@ -423,6 +481,7 @@ class Run(Conversation):
 
     def _start_ingest(self, worker: _Worker, partition: str) -> str:
         self._check_idle(worker)
+        self._starting(worker)
         request = _Request(
             "ingest", self._next_request_id(), epoch=self.world.epoch, partition=partition
         )
@@ -494,6 +553,7 @@ class Run(Conversation):
             record=self.world.record,
             checkpoints=tuple(s.checkpoint for _, s in sorted(self.world.checkpoints.items())),
             stderr=dict(self._stderr),
+            situations=frozenset(self.seen.situations),
         )
         return self._finished
 
@@ -502,6 +562,24 @@ class Run(Conversation):
 
     def __exit__(self, *exc: object) -> None:
         self.finish()
+
+
+def reshard_moves_below(
+    world: World, old: Mapping[tuple[int, str], Checkpoint], epoch: int
+) -> bool:
+    """The new epoch puts an event of a partition inside the downset of its old checkpoint
+    that the old epoch did not have there: the old checkpoint is untrue in the new epoch."""
+    for (old_epoch, partition), checkpoint in old.items():
+        truth = world.truth.get((epoch, partition))
+        before = world.truth.get((old_epoch, partition))
+        if truth is None or before is None:
+            continue
+        known = {ev.id for ev in before.log}
+        if any(
+            ev.id not in known and covers(world.order, checkpoint.cut, ev.at) for ev in truth.log
+        ):
+            return True
+    return False
 
 
 def run_schedule(

@@ -71,13 +71,22 @@ _DIGIT = 1 << 20
 # --- seeds ---------------------------------------------------------------------------------
 
 
+#: Room for scripted bases in an exhaustive seed (their index is part of the seed).
+_BASE_SLOTS = 32
+
+
 @dataclass(frozen=True, slots=True)
 class ExhaustiveCase:
-    """A scripted base plus inserted steps: ``(position, choice index)`` pairs, applied in
-    order, each choosing among the steps possible at that position of the schedule so far."""
+    """A scripted base (by name; ``"algebra"`` is the algebra level's small-bounds cases)
+    plus inserted steps: ``(position, choice index)`` pairs, applied in order, each
+    choosing among the steps possible at that position of the schedule so far."""
 
-    family: str
+    base: str
     insertions: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def family(self) -> str:
+        return "algebra" if self.base == "algebra" else BASES[self.base].family
 
     @property
     def seed(self) -> int:
@@ -86,21 +95,23 @@ class ExhaustiveCase:
             if not (0 <= position < 1024 and 0 <= choice < 1023):
                 raise ValueError("an insertion is outside the encodable bounds")
             code = code * _DIGIT + (position * 1024 + choice + 1)
-        return -(1 + FAMILIES.index(self.family) + 4 * code)
+        return -(1 + BASE_NAMES.index(self.base) + _BASE_SLOTS * code)
 
     @staticmethod
     def from_seed(seed: int) -> ExhaustiveCase:
         if seed >= 0:
             raise ValueError("exhaustive cases have negative seeds")
         code = -seed - 1
-        family = FAMILIES[code % 4]
-        code //= 4
+        index = code % _BASE_SLOTS
+        if index >= len(BASE_NAMES):
+            raise ValueError(f"seed {seed} names scripted base #{index}; there is no such base")
+        code //= _BASE_SLOTS
         digits: list[int] = []
         while code:
             digits.append(code % _DIGIT)
             code //= _DIGIT
         insertions = tuple(((d - 1) // 1024, (d - 1) % 1024) for d in reversed(digits))
-        return ExhaustiveCase(family, insertions)
+        return ExhaustiveCase(BASE_NAMES[index], insertions)
 
 
 def family_of(seed: int) -> str:
@@ -459,6 +470,55 @@ BASE: dict[str, tuple[Action, ...]] = {
 }
 
 
+@dataclass(frozen=True)
+class Base:
+    """A scripted base of the exhaustive search: a small world and a schedule racing its
+    workers, into which the search inserts every possible deviation."""
+
+    name: str
+    family: str
+    setup: WorldSetup
+    schedule: tuple[Action, ...]
+    #: What the base is built to exercise, in words (reports and docs).
+    about: str = ""
+
+
+#: Every scripted base by name, in the order the default budget runs them.
+BASES: dict[str, Base] = {
+    b.name: b
+    for b in (
+        Base(
+            "publisher-offsets",
+            "publisher",
+            TINY["publisher"],
+            BASE["publisher"],
+            "offsets: races, a stale write, a lost response, a cutover pending under monotone",
+        ),
+        Base(
+            "checkpointer-millis",
+            "checkpointer",
+            TINY["checkpointer"],
+            BASE["checkpointer"],
+            "a dense order: a late checkpoint write after a newer one",
+        ),
+        Base(
+            "composed-offsets",
+            "composed",
+            TINY["composed"],
+            BASE["composed"],
+            "readers and a publisher of the SUT together",
+        ),
+    )
+}
+#: Exhaustive seeds name a base by its index here (index 0: the algebra level's cases).
+BASE_NAMES: tuple[str, ...] = ("algebra", *BASES)
+
+
+def bases_of(families: Sequence[str]) -> list[str]:
+    """The bases of ``families``, in :data:`BASES` order."""
+    return [name for name, base in BASES.items() if base.family in families]
+
+
 #: The calls whose answers an environment step can change: inserting the step
 #: anywhere before the next such call gives the same answers to the SUT.
 _READS_OF: dict[type, frozenset[str]] = {
@@ -630,8 +690,8 @@ def exhaustive_schedule(
     factory: SutFactory, case: ExhaustiveCase, *, timeout: float
 ) -> tuple[WorldSetup, tuple[Action, ...]]:
     """The schedule of exhaustive ``case`` (each insertion needs the run before it)."""
-    setup = TINY[case.family]
-    schedule = list(BASE[case.family])
+    setup = BASES[case.base].setup
+    schedule = list(BASES[case.base].schedule)
     for position, choice in case.insertions:
         _, options = observe(factory, setup, schedule, timeout=timeout)
         possible = options[position] if position < len(options) else []
@@ -644,16 +704,16 @@ def exhaustive_schedule(
 
 
 def exhaustive(
-    factory: SutFactory, family: str, depth: int, *, timeout: float
+    factory: SutFactory, base: str, depth: int, *, timeout: float
 ) -> Iterator[tuple[ExhaustiveCase, RunResult]]:
-    """Every schedule of ``family``'s base with up to ``depth`` inserted steps, each run once.
+    """Every schedule of ``base`` with up to ``depth`` inserted steps, each run once.
 
     Insertions are made at non-decreasing positions, so each combination is
     enumerated once. The search stops below a failing schedule.
     """
-    setup = TINY[family]
+    setup = BASES[base].setup
     stack: list[tuple[ExhaustiveCase, tuple[Action, ...], int]] = [
-        (ExhaustiveCase(family), BASE[family], 0)
+        (ExhaustiveCase(base), BASES[base].schedule, 0)
     ]
     while stack:
         case, schedule, lowest = stack.pop()
@@ -668,7 +728,7 @@ def exhaustive(
                 child.insert(position, action)
                 children.append(
                     (
-                        ExhaustiveCase(family, (*case.insertions, (position, choice))),
+                        ExhaustiveCase(base, (*case.insertions, (position, choice))),
                         tuple(child),
                         position + 1,
                     )

@@ -16,7 +16,7 @@ Cost per answered call: O(1) plus the judgement of the change it makes
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fencepost.harness.checks import (
     Finding,
@@ -25,6 +25,7 @@ from fencepost.harness.checks import (
     judge_publication_write,
     judge_publish_ok,
 )
+from fencepost.harness.coverage import Seen, Situation
 from fencepost.harness.protocol import (
     CHECKPOINTER_OPS,
     PUBLISHER_OPS,
@@ -62,7 +63,7 @@ from fencepost.harness.transport import Channel
 from fencepost.harness.world import World, WorldSetup
 from fencepost.judge.decide import AttemptLog, WriteAnswer
 from fencepost.judge.properties import show
-from fencepost.judge.values import Record
+from fencepost.judge.values import Page, Record
 
 #: Calls one request may make before the harness calls it a runaway.
 MAX_CALLS_PER_REQUEST = 500
@@ -77,6 +78,13 @@ class _Request:
     attempt: AttemptLog | None = None
     losses: int = 0
     calls: int = 0
+    #: Faults (conflicts and lost responses) this request was given.
+    faults: int = 0
+    #: Event ids the provider handed this request (an event served again is an overlap).
+    served: set[str] = field(default_factory=set)
+    #: After a lost publication write: (applied, the revision it left, the epoch then).
+    lost_write: tuple[bool, int, int] | None = None
+    lost_checkpoint_write: bool = False
 
 
 @dataclass
@@ -89,6 +97,8 @@ class _Worker:
     failed: bool = False
     incarnation: int = 1
     ended: RequestEnd | None = None
+    #: Restarted after a crash and not yet asked to do anything since.
+    restarted: bool = False
 
     @property
     def wire_name(self) -> str:
@@ -112,6 +122,7 @@ class Conversation:
     _lines: list[TranscriptLine]
     _next_id: int
     _stderr: dict[str, str]
+    seen: Seen
 
     def _note(self, worker: str, direction: str, text: str) -> None:
         if direction != "**":
@@ -274,12 +285,14 @@ class Conversation:
         payload = call.payload
         if mode in LOSSES and not isinstance(payload, WritePublication):
             log.trouble()
+            self._fault(request)
         if isinstance(payload, WritePublication):
             return self._answer_write_publication(worker, request, log, call, payload, mode)
         if mode == "lost":
             self._reply(worker, reply_timeout(call.call_id))
             return f"{call.op} {mode_words(mode)}"
         if isinstance(payload, ReadPublication):
+            self._reread_after_lost_write(request)
             log.show_record(world.record, "read")
             self._reply(worker, reply_ok(call.call_id, record=record_json(world.record)))
             record = world.record
@@ -338,6 +351,11 @@ class Conversation:
             answer = WriteAnswer.APPLIED if applied else WriteAnswer.CONFLICT
         else:
             answer = WriteAnswer.APPLIED_LOST if applied else WriteAnswer.LOST
+            request.lost_write = (applied, world.record.revision, world.epoch)
+        if answer is not WriteAnswer.APPLIED:
+            self._fault(request)
+        if answer is WriteAnswer.CONFLICT:
+            self.seen.add(Situation.CONFLICT)
         log.wrote(payload.op_id, payload.epoch, cut, answer)
         if mode != "ok":
             self._reply(worker, reply_timeout(call.call_id))
@@ -357,13 +375,40 @@ class Conversation:
             f"(record is rev {current.revision} {show(current.epoch, current.cut)})"
         )
 
+    def _fault(self, request: _Request) -> None:
+        request.faults += 1
+        if request.faults > 2:
+            self.seen.add(Situation.RETRY_BUDGET_SPENT)
+
+    def _reread_after_lost_write(self, request: _Request) -> None:
+        """The attempt rereads the record after a lost write: which of the four cases is it?"""
+        if request.lost_write is None:
+            return
+        applied, revision, epoch = request.lost_write
+        request.lost_write = None
+        advanced = self.world.record.revision != revision
+        self.seen.add(
+            {
+                (True, True): Situation.LOST_WRITE_APPLIED_ADVANCED,
+                (True, False): Situation.LOST_WRITE_APPLIED_ALONE,
+                (False, True): Situation.LOST_WRITE_NOT_APPLIED_ADVANCED,
+                (False, False): Situation.LOST_WRITE_NOT_APPLIED_ALONE,
+            }[(applied, advanced)]
+        )
+        if self.world.epoch != epoch:
+            self.seen.add(Situation.EPOCH_CHANGE_AFTER_LOST_WRITE)
+
     def _answer_checkpointer(
         self, worker: _Worker, request: _Request, call: Call, mode: str
     ) -> str:
         world = self.world
         payload = call.payload
         key = (request.epoch, request.partition)
+        if mode in LOSSES and not isinstance(payload, WriteCheckpoint):
+            self._fault(request)
         if isinstance(payload, ReadCheckpoint):
+            if request.lost_checkpoint_write and mode != "lost":
+                self.seen.add(Situation.LOST_CHECKPOINT_WRITE_REREAD)
             if mode == "lost":
                 self._reply(worker, reply_timeout(call.call_id))
                 return f"read_checkpoint {mode_words(mode)}"
@@ -386,6 +431,7 @@ class Conversation:
             else:
                 page = world.page(key[0], key[1], index, mode)
             self._reply(worker, reply_ok(call.call_id, page=page_to_json(page)))
+            self._saw_page(request, page)
             ids = ", ".join(e.id for e in page.events) or "no events"
             claim = (
                 "no claim"
@@ -412,6 +458,16 @@ class Conversation:
             return f"record_outcome {payload.event_id} {mode_words(mode)}"
         assert isinstance(payload, WriteCheckpoint)
         return self._answer_write_checkpoint(worker, call, payload, key, mode)
+
+    def _saw_page(self, request: _Request, page: Page) -> None:
+        if not page.events:
+            self.seen.add(Situation.EMPTY_PAGE)
+            if page.claim is not None and page.claim.final:
+                self.seen.add(Situation.EMPTY_PAGE_FINAL_CLAIM)
+        ids = {ev.id for ev in page.events}
+        if ids & request.served:
+            self.seen.add(Situation.OVERLAPPING_PAGE)
+        request.served |= ids
 
     def _token_index(self, worker: _Worker, key: tuple[int, str], token: str | None) -> int:
         if token is None:
@@ -443,6 +499,15 @@ class Conversation:
         current = None if entry is None else entry.checkpoint
         stored_generation = None if current is None else current.generation
         applied = stored_generation == payload.expected_generation and mode != "lost"
+        request = worker.request
+        if request is not None:
+            if mode in LOSSES:
+                request.lost_checkpoint_write = True
+                self._fault(request)
+            elif not applied:
+                self._fault(request)
+        if mode == "ok" and not applied:
+            self.seen.add(Situation.STALE_CHECKPOINT_RETRY)
         if applied:
             stored = world.store_checkpoint(key, checkpoint)
             self._violate(
@@ -480,6 +545,9 @@ class Conversation:
             raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), worker.name) from None
         assert request.attempt is not None
         self._violate(judge_publish_ok(self.world.order, request.attempt, reply), worker.name)
+        self.seen.add(Situation(f"outcome_{reply.outcome}"))
+        if reply.reason is not None:
+            self.seen.add(Situation(f"withheld_{reply.reason}"))
         worker.ended = RequestEnd(
             worker.name,
             "publish",

@@ -91,6 +91,14 @@ def _levels(value: str) -> frozenset[str]:
     type=click.Path(path_type=Path),
     help="Save a failure as a replayable regression file (a folder gets <rule>-<seed>-bad.jsonl).",
 )
+@click.option(
+    "--fail-fast", is_flag=True, help="Stop at the first failing phase (default: run every phase)."
+)
+@click.option(
+    "--fresh-processes",
+    is_flag=True,
+    help="Start fresh SUT processes for every run, even if the SUT can reset.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
@@ -105,6 +113,8 @@ def command(
     replay: int | None,
     replay_file: Path | None,
     save: Path | None,
+    fail_fast: bool,
+    fresh_processes: bool,
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -125,8 +135,11 @@ def command(
         raise click.UsageError(
             "give the SUT command after --, e.g. fencepost conform -- fencepost sut"
         )
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise click.BadParameter("a positive number of seconds", param_hint="--timeout")
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise click.BadParameter(
+            f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}", param_hint="--timeout"
+        )
+    _check_outputs(junit, report_dir, save)
     if replay is not None and replay_file is not None:
         raise click.UsageError("--replay and --replay-file exclude each other")
     options = ConformOptions(
@@ -136,6 +149,8 @@ def command(
         workers=workers,
         timeout=timeout,
         depth=depth,
+        fail_fast=fail_fast,
+        reuse=not fresh_processes,
     )
     shown = shlex.join(command)
     factory = SubprocessSut(command, prefetch=min(4, 2 * workers))
@@ -151,6 +166,32 @@ def command(
         factory.close()
     _emit(report, shown, as_json, junit, report_dir, save)
     sys.exit(0 if report.ok else 1)
+
+
+#: The longest --timeout: a day (larger values only overflow the clock arithmetic).
+MAX_TIMEOUT = 86400.0
+
+
+def _check_outputs(junit: Path | None, report_dir: Path | None, save: Path | None) -> None:
+    """Refuse output paths that cannot be written before any run starts.
+
+    Finding out after a long search that the JUnit file or the regression file
+    cannot be written would lose the result.
+    """
+    for path, option in ((junit, "--junit"), (save, "--save")):
+        if path is None or path.is_dir():
+            continue
+        parent = path.parent
+        if not parent.is_dir():
+            raise click.BadParameter(
+                f"{path}: the folder {parent} does not exist; create it first", param_hint=option
+            )
+    if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
+        raise click.BadParameter(f"{report_dir} exists and is not a folder", param_hint="--report")
+    if report_dir is not None and not report_dir.exists() and not report_dir.parent.is_dir():
+        raise click.BadParameter(
+            f"{report_dir}: the folder {report_dir.parent} does not exist", param_hint="--report"
+        )
 
 
 def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) -> ConformReport:
@@ -219,8 +260,10 @@ def _emit(
         if report_dir is not None:
             write_report_dir(report_dir, report, shown)
         if save is not None and report.failures:
-            saved = save_regression(save, report.failures[0], report.sut)
-            click.echo(f"saved regression file: {saved}", err=True)
+            # A folder keeps every failure; a file name keeps the first.
+            for failure in report.failures if save.is_dir() else report.failures[:1]:
+                saved = save_regression(save, failure, report.sut)
+                click.echo(f"saved regression file: {saved}", err=True)
     except OSError as exc:
         raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
 

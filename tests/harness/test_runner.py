@@ -17,7 +17,8 @@ from fencepost.harness import (
     WorldSetup,
     run_schedule,
 )
-from fencepost.harness.search import BASE, TINY
+from fencepost.harness.schedule import Action
+from fencepost.harness.search import BASES
 from fencepost.judge.values import Cut, Order
 from fencepost.sut.adapter import InProcessSut, Variant
 
@@ -47,6 +48,11 @@ def answers(worker: str, count: int) -> list[Answer]:
     return [Answer(worker)] * count
 
 
+def _publisher_base() -> tuple[WorldSetup, tuple[Action, ...]]:
+    base = BASES["publisher-offsets"]
+    return base.setup, base.schedule
+
+
 def test_the_reasoned_example_publishes_before_100_then_through_100() -> None:
     schedule = [
         Advance("A"),  # A through 99
@@ -67,8 +73,8 @@ def test_the_reasoned_example_publishes_before_100_then_through_100() -> None:
 
 
 def test_runs_are_deterministic() -> None:
-    first = run_schedule(InProcessSut(), TINY["publisher"], BASE["publisher"])
-    second = run_schedule(InProcessSut(), TINY["publisher"], BASE["publisher"])
+    first = run_schedule(InProcessSut(), *_publisher_base())
+    second = run_schedule(InProcessSut(), *_publisher_base())
     assert first.ok
     assert [str(line) for line in first.transcript] == [str(line) for line in second.transcript]
     assert first.messages == second.messages

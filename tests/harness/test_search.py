@@ -9,10 +9,10 @@ import pytest
 from fencepost.harness.conformance import ConformOptions, conform, replay
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
+from fencepost.harness.schedule import Action
 from fencepost.harness.search import (
-    BASE,
+    BASES,
     FAMILIES,
-    TINY,
     ExhaustiveCase,
     exhaustive,
     exhaustive_schedule,
@@ -31,15 +31,20 @@ from fencepost.sut.adapter import InProcessSut
     "case",
     [
         ExhaustiveCase("algebra"),
-        ExhaustiveCase("publisher", ((3, 0),)),
-        ExhaustiveCase("checkpointer", ((0, 5), (22, 1022))),
-        ExhaustiveCase("composed", ((1023, 0), (1023, 1), (5, 7))),
+        ExhaustiveCase("publisher-offsets", ((3, 0),)),
+        ExhaustiveCase("checkpointer-millis", ((0, 5), (22, 1022))),
+        ExhaustiveCase("composed-offsets", ((1023, 0), (1023, 1), (5, 7))),
     ],
 )
 def test_exhaustive_seeds_round_trip(case: ExhaustiveCase) -> None:
     assert case.seed < 0
     assert ExhaustiveCase.from_seed(case.seed) == case
     assert family_of(case.seed) == case.family
+
+
+def _publisher_base() -> tuple[WorldSetup, tuple[Action, ...]]:
+    base = BASES["publisher-offsets"]
+    return base.setup, base.schedule
 
 
 def test_random_seeds_carry_their_family_and_world() -> None:
@@ -63,9 +68,9 @@ def test_random_runs_replay_exactly() -> None:
 
 
 def test_the_exhaustive_search_covers_every_single_insertion() -> None:
-    runs = list(exhaustive(InProcessSut(), "composed", 1, timeout=5))
+    runs = list(exhaustive(InProcessSut(), "composed-offsets", 1, timeout=5))
     assert all(result.ok for _, result in runs)
-    assert runs[0][0] == ExhaustiveCase("composed")
+    assert runs[0][0] == ExhaustiveCase("composed-offsets")
     cases = [case for case, _ in runs[1:]]
     assert len(cases) == len(set(cases)) > 20
     # Every case's seed rebuilds the very schedule that ran.
@@ -73,12 +78,12 @@ def test_the_exhaustive_search_covers_every_single_insertion() -> None:
         setup, schedule = exhaustive_schedule(InProcessSut(), case, timeout=5)
         again = run_schedule(InProcessSut(), setup, schedule)
         assert [str(t) for t in again.transcript] == [str(t) for t in result.transcript]
-    assert len(list(exhaustive(InProcessSut(), "composed", 0, timeout=5))) == 1
+    assert len(list(exhaustive(InProcessSut(), "composed-offsets", 0, timeout=5))) == 1
 
 
 def test_shrinking_keeps_the_rule_and_cuts_the_schedule() -> None:
     factory = InProcessSut(CATALOG["stale-cut-retry"].variant)
-    result = run_schedule(factory, TINY["publisher"], BASE["publisher"])
+    result = run_schedule(factory, *_publisher_base())
     assert result.first is not None and result.first.rule is Rule.MONOTONE_PUBLICATION
     shrunk = shrink(
         factory, result.setup, result.executed, Rule.MONOTONE_PUBLICATION, result, timeout=5

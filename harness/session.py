@@ -1,0 +1,130 @@
+"""One SUT worker talked to line by line, outside any world: the algebra level and the probes.
+
+The handshake (or a process kept by a :class:`~fencepost.harness.pool.SutPool`),
+requests and their answers, and the end (shutdown, or reset into the pool), with
+every line kept for the transcript. The algebra level asks its compare and merge
+cases through it, the error-handling probes their malformed messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from fencepost.harness.pool import SutPool
+from fencepost.harness.protocol import (
+    PROTOCOL_VERSION,
+    ErrorReply,
+    HelloOk,
+    MessageError,
+    encode,
+    hello_message,
+    parse_sut_message,
+    shutdown_message,
+)
+from fencepost.harness.results import TranscriptLine
+from fencepost.harness.rules import Rule, SutFailure, Violation
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+
+
+class LineSession:
+    """One worker talked to line by line: handshake, requests, answers; keeps the transcript."""
+
+    def __init__(
+        self, factory: SutFactory, timeout: float, worker: str, *, require: str | None = None
+    ) -> None:
+        self.factory = factory
+        self.timeout = timeout
+        self.worker = worker
+        self.require = require
+        self.lines: list[TranscriptLine] = []
+        self.messages = 0
+        self.case_no = 0
+        self.channel: Channel | None = None
+        self.next_id = 0
+        self.hello: HelloOk | None = None
+
+    def note(self, direction: str, text: str) -> None:
+        if direction != "**":
+            self.messages += 1
+        self.lines.append(TranscriptLine(self.case_no, self.worker, direction, text))
+
+    def send(self, text: str) -> None:
+        assert self.channel is not None
+        self.note("->", text)
+        self.channel.send(text, self.timeout)
+
+    def receive(self) -> str:
+        assert self.channel is not None
+        line = self.channel.receive(self.timeout)
+        self.note("<-", line)
+        return line
+
+    def open(self) -> None:
+        pool = self.factory if isinstance(self.factory, SutPool) else None
+        kept = None if pool is None or pool.hello is None else pool.acquire(self.worker)
+        if kept is not None and pool is not None and pool.hello is not None:
+            self.channel = kept
+            self.note("**", "a process kept from an earlier run (reset)")
+            msg: object = pool.hello
+        else:
+            self.channel = self.factory.start(self.worker)
+            self.send(encode(hello_message()))
+            line = self.receive()
+            try:
+                msg = parse_sut_message(line)
+            except MessageError as exc:
+                raise SutFailure(
+                    Rule.HANDSHAKE, f"hello answered with {exc}", self.worker
+                ) from None
+            if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
+                raise SutFailure(Rule.HANDSHAKE, f"hello answered with {line[:200]!r}", self.worker)
+            if pool is not None and pool.hello is None:
+                pool.hello = msg
+        assert isinstance(msg, HelloOk)
+        self.hello = msg
+        if self.require is not None and self.require not in msg.levels:
+            raise SutFailure(
+                Rule.HANDSHAKE, f"the SUT does not implement level {self.require!r}", self.worker
+            )
+
+    def expect_error(self, request_id: int | None, what: str) -> None:
+        line = self.receive()
+        try:
+            msg = parse_sut_message(line)
+        except MessageError as exc:
+            raise SutFailure(
+                Rule.ERROR_HANDLING, f"{what} was answered with {exc}", self.worker
+            ) from None
+        if not isinstance(msg, ErrorReply) or msg.id != request_id:
+            raise SutFailure(
+                Rule.ERROR_HANDLING,
+                f"{what} must be answered with an error carrying id {request_id!r}; got "
+                f"{line[:200]!r}",
+                self.worker,
+            )
+
+    def close(self, clean: bool) -> Violation | None:
+        if self.channel is None:
+            return None
+        if isinstance(self.factory, SutPool):
+            if not clean:
+                self.factory.discard(self.channel)
+                return None
+            problem = self.factory.release(self.channel)
+            return (
+                None
+                if problem is None
+                else Violation(Rule.RESET, problem, self.case_no, self.worker)
+            )
+        with contextlib.suppress(SutFailure, OSError):
+            self.send(encode(shutdown_message()))
+        grace = SHUTDOWN_GRACE if clean else 0.3
+        status = self.channel.close(grace)
+        if clean and status != 0:
+            how = (
+                f"did not exit within {grace:g}s of shutdown (killed)"
+                if status is None
+                else f"exited with status {status} after shutdown"
+            )
+            return Violation(Rule.SHUTDOWN, how, self.case_no, self.worker)
+        return None
