@@ -124,8 +124,12 @@ def test_conform_exit_codes(tmp_path: Path) -> None:
     bad = runner.invoke(main, [*args, "--save", str(tmp_path), "--", *mutant("compare-swap")])
     assert bad.exit_code == 1, bad.output
     assert "NOT CONFORMANT" in bad.output and "algebra_compare" in bad.output
-    saved = list(tmp_path.glob("*-bad.jsonl"))
-    assert len(saved) == 1
+    saved = sorted(tmp_path.glob("*-bad.jsonl"))
+    # Every phase runs: the exhaustive and the random algebra phases each keep a failure.
+    assert len(saved) == 2
+    assert "FAIL  algebra exhaustive" in bad.output and "FAIL  algebra random" in bad.output
+    fail_fast = runner.invoke(main, [*args, "--fail-fast", "--", *mutant("compare-swap")])
+    assert fail_fast.exit_code == 1 and "algebra random" not in fail_fast.output
     good = runner.invoke(main, [*args, "--", sys.executable, "-m", "fencepost", "sut"])
     assert good.exit_code == 0, good.output
     assert "fencepost conform: CONFORMANT" in good.output
@@ -163,7 +167,9 @@ def test_conform_replays_a_seed_and_speaks_json() -> None:
     [
         (["conform"], "give the SUT command after --"),
         (["conform", "--levels", "sideways", "--", "x"], "unknown level"),
-        (["conform", "--timeout", "nan", "--", "x"], "positive number"),
+        (["conform", "--timeout", "nan", "--", "x"], "above 0 and at most"),
+        (["conform", "--timeout", "1e10", "--", "x"], "above 0 and at most"),
+        (["conform", "--junit", "/nonexistent/dir/j.xml", "--", "x"], "does not exist"),
         (["conform", "--workers", "0", "--", "x"], "--workers"),
         (["conform", "--replay", "1", "--replay-file", __file__, "--", "x"], "exclude each other"),
         (["sut", "--mutant", "nope"], "unknown mutant"),
