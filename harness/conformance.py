@@ -58,7 +58,7 @@ from fencepost.harness.protocol import (
     shutdown_message,
 )
 from fencepost.harness.results import RunResult, StepRecord, TranscriptLine
-from fencepost.harness.rules import Rule, SutFailure, Violation
+from fencepost.harness.rules import HarnessError, Rule, SutFailure, Violation
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
 from fencepost.harness.search import (
@@ -389,7 +389,12 @@ class _Phases:
         messages = 0
         for i, seed in enumerate(cases):
             self.progress(name, i, len(cases))
-            result = run_case(factory, seed, self.options, self.integers)
+            try:
+                result = run_case(factory, seed, self.options, self.integers)
+            except (HarnessError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # a bug of the harness, never a verdict on the SUT
+                raise HarnessError(f"phase {name}", seed, exc) from exc
             messages += result.messages
             self.seen.append(result.situations)
             if isinstance(result, AlgebraResult):

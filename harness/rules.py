@@ -144,6 +144,22 @@ class SutFailure(Exception):
         super().__init__(f"{rule.value}: {message}")
 
 
+class HarnessError(Exception):
+    """fencepost's own fault: the harness broke while judging (never a verdict on the SUT).
+
+    ``seed`` names the case that was running (None: outside any case), so the
+    error can be reproduced with ``fencepost conform --replay SEED``; the
+    original exception is chained as ``__cause__``.
+    """
+
+    def __init__(self, where: str, seed: int | None, cause: BaseException) -> None:
+        self.where = where
+        self.seed = seed
+        self.cause = cause
+        at = f" (seed {seed})" if seed is not None else ""
+        super().__init__(f"{where}{at}: {type(cause).__name__}: {cause}")
+
+
 def first(violations: list[Violation] | tuple[Violation, ...]) -> Violation | None:
     """The violation to report first: the earliest step, then the highest-priority rule."""
     if not violations:

@@ -113,6 +113,7 @@ class Run(Conversation):
         ):
             self.seen.add(Situation.ASTRAL_STRINGS)
         self.injections = 0
+        self.crashes = 0
 
     # --- bookkeeping --------------------------------------------------------------------
 
@@ -206,12 +207,17 @@ class Run(Conversation):
     # --- what may happen next -----------------------------------------------------------
 
     def enabled(
-        self, fault_budget: int | None = None, inject_budget: int | None = None
+        self,
+        fault_budget: int | None = None,
+        inject_budget: int | None = None,
+        crash_budget: int = 0,
     ) -> list[Action]:
         """Every step possible now, in a fixed order (answers, starts, environment).
 
         ``fault_budget`` leaves out lost responses for a request that already had
-        that many; ``inject_budget`` caps misconfigurations per run.
+        that many; ``inject_budget`` caps misconfigurations per run;
+        ``crash_budget`` is how many crashes of a busy worker a run may still have
+        (none by default).
         """
         if self.stopped:
             return []
@@ -244,6 +250,8 @@ class Run(Conversation):
                 actions.append(Finalize(p))
         if self.world.can_reshard():
             actions.append(Reshard())
+        if self.crashes < crash_budget:
+            actions.extend(Crash(w.name) for w in self.workers.values() if w.pending is not None)
         if inject_budget is None or self.injections < inject_budget:
             for p in members:
                 for kind in INJECT_KINDS:
@@ -446,6 +454,7 @@ class Run(Conversation):
             else f"in {worker.request.kind} request #{worker.request.id}"
             + ("" if pending is None else f" before its {pending.op} was answered")
         )
+        self.crashes += 1
         self._note(worker.name, "**", f"crash: the process dies {doing}")
         worker.channel.close(0.0)
         worker.channel = None

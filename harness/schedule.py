@@ -139,7 +139,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "read_checkpoints": ("ok", "lost"),
     "write_publication": ("ok", "lost", "applied_lost"),
     "read_checkpoint": ("ok", "lost"),
-    "fetch_page": ("ok", "lost", "empty", "overlap", "noclaim", "horizon"),
+    "fetch_page": ("ok", "lost", "empty", "heartbeat", "overlap", "noclaim", "horizon"),
     "record_outcome": ("ok", "lost", "applied_lost"),
     "write_checkpoint": ("ok", "lost", "applied_lost"),
 }
@@ -152,6 +152,7 @@ _MODE_WORDS = {
     "lost": "response lost (not applied)",
     "applied_lost": "applied, then its response lost",
     "empty": "answered with an empty page",
+    "heartbeat": "answered with an empty page carrying a final claim",
     "overlap": "answered with a page repeating the previous event",
     "noclaim": "answered with a page carrying no claim",
     "horizon": "answered with a final claim only up to what is finalized",

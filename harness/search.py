@@ -30,13 +30,14 @@ from dataclasses import dataclass
 
 from fencepost.harness.algebra import KEYS, MILLIS, OFFSETS
 from fencepost.harness.results import RunResult
-from fencepost.harness.rules import Rule
+from fencepost.harness.rules import HarnessError, Rule
 from fencepost.harness.runner import Run, run_schedule
 from fencepost.harness.schedule import (
     LOSSES,
     Action,
     Advance,
     Answer,
+    Crash,
     Finalize,
     Ingest,
     Inject,
@@ -64,6 +65,8 @@ FAMILY_LEVELS: dict[str, frozenset[str]] = {
 FAULT_BUDGET = 2
 #: Misconfigurations per random run.
 INJECT_BUDGET = 2
+#: Crashes of a busy worker per random run (the worker restarts with no memory).
+CRASH_BUDGET = 1
 
 _DIGIT = 1 << 20
 
@@ -131,12 +134,13 @@ def seed_for(rng: random.Random, family: str) -> int:
 
 def _pool(kind: str) -> list[Coordinate]:
     if kind == "string":
-        return ["a", "b", "c", "d", "e", "f"]
+        # In code point order; the last three disagree with UTF-16 order (see BMP_HIGH).
+        return ["a", "b", "c", "\uffee", "\U0001f600", "\U0001f601"]
     return [1, 2, 3, 4, 5, 6]
 
 
 def _end(kind: str, rng: random.Random) -> Coordinate:
-    return rng.choice(["g", "h"]) if kind == "string" else rng.choice([7, 8])
+    return rng.choice(["\U0001f602", "\U0001f603"]) if kind == "string" else rng.choice([7, 8])
 
 
 def random_setup(seed: int, workers: int = 2) -> WorldSetup:
@@ -235,6 +239,8 @@ def weight(action: Action) -> float:
         return 2.0
     if isinstance(action, Reshard):
         return 0.5
+    if isinstance(action, Crash):
+        return 0.2
     return 0.3
 
 
@@ -319,7 +325,7 @@ def run_chosen(
     with Run(factory, setup, timeout=timeout) as run:
         run.start()
         for _ in range(steps):
-            possible = run.enabled(FAULT_BUDGET, INJECT_BUDGET)
+            possible = run.enabled(FAULT_BUDGET, INJECT_BUDGET, CRASH_BUDGET)
             if not possible:
                 break
             run.execute(choose(possible))
@@ -410,6 +416,10 @@ TINY: dict[str, WorldSetup] = {
 }
 
 
+def _events_at(partition: str, *positions: str) -> tuple[EventSpec, ...]:
+    return tuple(EventSpec(f"{partition}{i + 1}", at) for i, at in enumerate(positions))
+
+
 def _answers(worker: str, count: int) -> tuple[Action, ...]:
     return tuple(Answer(worker) for _ in range(count))
 
@@ -470,6 +480,134 @@ BASE: dict[str, tuple[Action, ...]] = {
 }
 
 
+#: Strings whose code point order and UTF-16 order disagree: U+FFEE < U+1F600 by code
+#: point, but U+1F600 is written with a surrogate pair (D83D DE00) that sorts first in
+#: UTF-16 units (JavaScript's and Java's string comparison).
+BMP_HIGH, ASTRAL = "\uffee", "\U0001f600"
+
+#: Dense integers, both endpoint kinds at one coordinate, under the reset policy. A's
+#: events at 5, 5 and 7: an honest reader certifies ``before 5``, ``through 5``,
+#: ``through 7``; B's one event at 5 under a source that states ``before`` boundaries
+#: and vouches for ``before 6``. The merge goes ``before 5`` -> ``through 5`` (progress
+#: at one coordinate: an endpoint-blind comparison calls it unchanged), and
+#: ``through 5`` is the minimum of ``through 5`` and ``before 6`` on a dense order (a
+#: manufactured successor publishes ``before 6``). Epoch 2 moves a late event into A at
+#: 4, below A's old checkpoint.
+_MILLIS_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 5, 5, 7)),
+                PartitionSetup("B", _events("B", 5), claims=ClaimStyle.BEFORE, end=6),
+            ),
+        ),
+        EpochSetup(
+            2,
+            (
+                PartitionSetup("A", (*_events("A", 5, 5, 7), EventSpec("Am1", 4))),
+                PartitionSetup("B", _events("B", 5), claims=ClaimStyle.BEFORE, end=6),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+    policy="reset",
+)
+
+_MILLIS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A before 5
+    Advance("B"),  # B before 5
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes before 5
+    Advance("A"),  # A through 5
+    Advance("B"),  # B before 6
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 5: progress at one coordinate
+    Advance("A"),  # A through 7
+    Publish("w1"),
+    *_answers("w1", 3),  # w1 proposes before 6
+    Answer("w1", "lost"),  # its write is not applied and the response is lost
+    Reshard(),  # epoch 2 before w1 rereads: the cutover rule applies
+    *_answers("w1", 5),  # w1 rereads: its membership is epoch 2, with no checkpoint yet
+    Advance("A"),  # epoch 2: A through 4
+    Advance("B"),  # epoch 2: B before 5
+    Publish("w2"),
+    *_answers("w2", 4),  # reset policy: the record moves to epoch 2 with a lower cut
+    Publish("w1"),
+    *(Answer("w1", "lost") for _ in range(5)),  # persistent loss: a retry budget is spent
+)
+
+#: A crash between two calls: w1 dies after reading the record (its process is killed
+#: and a fresh one started); the restarted w1 attempts again with no memory and must
+#: not reuse the dead process's op_ids. Short, because every run starts a process.
+_CRASH_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through 1
+    Advance("B"),  # B through 1
+    Publish("w1"),
+    Answer("w1"),
+    Crash("w1"),
+    Publish("w1"),
+    *_answers("w1", 4),  # the restarted w1 publishes through 1
+)
+
+#: Strings above U+FFFF. A's events at "a", U+FFEE and U+1F600, B's at U+FFEE and
+#: U+1F600. The record reaches ``through U+FFEE``; then A alone certifies
+#: ``through U+1F600`` (the merge stays ``through U+FFEE``: a UTF-16 minimum publishes
+#: U+1F600), then B does too (the merge is ahead: a UTF-16 comparison calls it behind).
+_KEYS_PUBLISHER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events_at("A", "a", BMP_HIGH, ASTRAL)),
+                PartitionSetup("B", _events_at("B", BMP_HIGH, ASTRAL)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_KEYS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through "a"
+    Advance("A"),  # A through U+FFEE
+    Advance("B"),  # B through U+FFEE
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through U+FFEE
+    Advance("A"),  # A through U+1F600
+    Publish("w2"),
+    *_answers("w2", 3),  # w2: the merge is still through U+FFEE: unchanged
+    Advance("B"),  # B through U+1F600
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through U+1F600
+)
+
+#: The checkpointer on strings above U+FFFF: r1's pass stops before its write while r2
+#: certifies further; r1's late write conflicts, and on rereading it must see that the
+#: stored U+1F600 is ahead of its own U+FFEE (a UTF-16 comparison rewrites it lower).
+_KEYS_CHECKPOINTER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(1, (PartitionSetup("A", _events_at("A", "a", BMP_HIGH, ASTRAL), final=2),)),
+    ),
+    readers=("r1", "r2"),
+    page_size=2,
+)
+
+_KEYS_CHECKPOINTER_BASE: tuple[Action, ...] = (
+    Ingest("r1", "A"),
+    *_answers("r1", 4),  # r1 read nothing, fetched [a, U+FFEE], recorded them; write pending
+    Finalize("A"),
+    Ingest("r2", "A"),
+    *_answers("r2", 9),  # r2's whole pass certifies through U+1F600
+    Answer("r1"),  # r1's late write conflicts with the newer checkpoint
+    *_answers("r1", 3),  # r1 rereads and must not write its lower cut again
+)
+
+
 @dataclass(frozen=True)
 class Base:
     """A scripted base of the exhaustive search: a small world and a schedule racing its
@@ -495,11 +633,41 @@ BASES: dict[str, Base] = {
             "offsets: races, a stale write, a lost response, a cutover pending under monotone",
         ),
         Base(
+            "publisher-millis",
+            "publisher",
+            _MILLIS_PUBLISHER,
+            _MILLIS_PUBLISHER_BASE,
+            "dense integers: both endpoint kinds at one coordinate, a manufactured successor, "
+            "an epoch change between a lost write and its reread, the reset policy, a retry "
+            "budget spent",
+        ),
+        Base(
+            "publisher-crash",
+            "publisher",
+            TINY["publisher"],
+            _CRASH_BASE,
+            "a crash between two calls, then the restarted worker attempts again",
+        ),
+        Base(
+            "publisher-keys",
+            "publisher",
+            _KEYS_PUBLISHER,
+            _KEYS_PUBLISHER_BASE,
+            "strings above U+FFFF: code point order, not UTF-16 order",
+        ),
+        Base(
             "checkpointer-millis",
             "checkpointer",
             TINY["checkpointer"],
             BASE["checkpointer"],
             "a dense order: a late checkpoint write after a newer one",
+        ),
+        Base(
+            "checkpointer-keys",
+            "checkpointer",
+            _KEYS_CHECKPOINTER,
+            _KEYS_CHECKPOINTER_BASE,
+            "strings above U+FFFF: a late write reread against a newer checkpoint",
         ),
         Base(
             "composed-offsets",
@@ -564,9 +732,9 @@ def _writes(step: Action, pending: dict[str, str | None]) -> frozenset[str]:
         op = pending.get(step.worker)
         written = _WRITES.get(op or "")
         return frozenset({written}) if written else frozenset()
-    if isinstance(step, Publish | Ingest):
+    if isinstance(step, Publish | Ingest | Crash):
         return frozenset()
-    return _ENV_WRITES[type(step)]
+    return _ENV_WRITES.get(type(step), frozenset())
 
 
 def _redundant_read(
@@ -582,10 +750,14 @@ def _redundant_read(
     reads = _READS.get(op or "")
     if action.mode != "ok" or reads is None:
         return False
-    for later in range(position, len(schedule)):
+    # ``points`` ends where the base's run stopped (a violation, a crash of the SUT):
+    # past it nothing is known, so nothing is redundant.
+    for later in range(position, min(len(schedule), len(points))):
         step = schedule[later]
         if isinstance(step, Answer) and step.worker == action.worker:
             return True
+        if isinstance(step, Crash) and step.worker == action.worker:
+            return False  # the crash ends the request: answering first changes what it did
         if reads in _writes(step, points[later].pending):
             return False
     return False
@@ -717,7 +889,12 @@ def exhaustive(
     ]
     while stack:
         case, schedule, lowest = stack.pop()
-        result, options = observe(factory, setup, schedule, timeout=timeout)
+        try:
+            result, options = observe(factory, setup, schedule, timeout=timeout)
+        except (HarnessError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug of the harness, never a verdict on the SUT
+            raise HarnessError(f"the exhaustive search of {base}", case.seed, exc) from exc
         yield case, result
         if len(case.insertions) >= depth or not result.ok:
             continue

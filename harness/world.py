@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from fencepost.judge.cuts import compare
+from fencepost.judge.cuts import compare, covers
 from fencepost.judge.values import (
     NOTHING,
     BadValue,
@@ -39,7 +39,6 @@ from fencepost.judge.values import (
     Claim,
     Coordinate,
     Cut,
-    Endpoint,
     Event,
     Finality,
     Membership,
@@ -336,7 +335,7 @@ class PartitionTruth:
         low, high = 0, len(self.log)
         while low < high:
             middle = (low + high) // 2
-            if in_downset(self.order, cut, self.log[middle].at):
+            if covers(self.order, cut, self.log[middle].at):
                 low = middle + 1
             else:
                 high = middle
@@ -379,24 +378,11 @@ class PartitionTruth:
 
     def within(self, cut: Cut) -> list[EventSpec]:
         """The events whose position is in ``D(cut)``."""
-        return [ev for ev in self.log if in_downset(self.order, cut, ev.at)]
+        return [ev for ev in self.log if covers(self.order, cut, ev.at)]
 
 
 def _sort_key(at: Coordinate) -> tuple[int, int | str]:
     return (0, at) if isinstance(at, int) else (1, at)
-
-
-def in_downset(order: Order, cut: Cut, at: Coordinate) -> bool:
-    """``at`` is in ``D(cut)``: strictly below ``before x``, at or below ``through x``.
-
-    The harness's own few-line reading of docs/semantics.md section 2, so the oracle
-    does not lean on the implementation's cut comparison to judge positions.
-    """
-    if cut.endpoint is Endpoint.NOTHING:
-        return False
-    assert cut.at is not None
-    c = order.compare(at, cut.at)
-    return c < 0 or (c == 0 and cut.endpoint is Endpoint.THROUGH)
 
 
 INJECT_KINDS: tuple[str, ...] = ("missing", "wrong_scope", "wrong_epoch", "provisional")
@@ -498,6 +484,8 @@ class World:
         up to the page's end (final only if all of it is finalized);
         ``overlap``: the same but starting one event early (a repeat);
         ``empty``: no events, no claim, a fresh token for the same place;
+        ``heartbeat``: no events, a fresh token for the same place, and the final
+        claim covering everything enumerated so far (a source's heartbeat);
         ``noclaim``: events without a claim; ``horizon``: events with a final
         claim only up to what is finalized (weaker than the page's end).
         """
@@ -505,6 +493,12 @@ class World:
         n = len(truth.log)
         if mode == "empty":
             return Page((), self.token_for(epoch, partition, index), None)
+        if mode == "heartbeat":
+            covered = truth.cover(min(index, truth.final))
+            if covered.is_nothing:
+                return Page((), self.token_for(epoch, partition, index), None)
+            self._note_final_claim((epoch, partition), covered)
+            return Page((), self.token_for(epoch, partition, index), Claim(covered, True))
         start = max(0, index - 1) if mode == "overlap" else index
         end = min(max(index, start) + self.setup.page_size, n)
         events = tuple(Event(ev.id, ev.at) for ev in truth.log[start:end])

@@ -1,7 +1,8 @@
 """``fencepost conform``: test any implementation through the JSON-lines protocol.
 
 Exit status: 0 conformant, 1 not conformant (a property or protocol rule
-broken, or none of the requested levels implemented), 2 usage error.
+broken, or none of the requested levels implemented), 2 usage error, 3 an
+internal error of fencepost (no verdict; the message says how to reproduce it).
 Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
 """
 
@@ -12,11 +13,12 @@ import math
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from fencepost.harness.protocol import LEVELS
+from fencepost.harness.rules import HarnessError
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -162,6 +164,8 @@ def command(
         else:
             with _Progress() as progress:
                 report = conform(factory, options, progress.update)
+    except HarnessError as error:
+        _internal_error(error, shown)
     finally:
         factory.close()
     _emit(report, shown, as_json, junit, report_dir, save)
@@ -170,6 +174,27 @@ def command(
 
 #: The longest --timeout: a day (larger values only overflow the clock arithmetic).
 MAX_TIMEOUT = 86400.0
+
+
+#: The exit status of an internal error: fencepost broke, the SUT was not judged.
+EXIT_INTERNAL_ERROR = 3
+
+
+def _internal_error(error: HarnessError, shown: str) -> NoReturn:
+    """Say that fencepost broke (not the SUT), how to reproduce it, and exit 3."""
+    import traceback
+
+    lines = [
+        f"fencepost conform: INTERNAL ERROR in {error}",
+        "This is a bug in fencepost, not a verdict on the implementation under test: no",
+        "conformance result was reached. Please report it with the command below and the",
+        "traceback.",
+    ]
+    if error.seed is not None:
+        lines.append(f"  reproduce: fencepost conform --replay {error.seed} -- {shown}")
+    click.echo("\n".join(lines), err=True)
+    click.echo("".join(traceback.format_exception(error.cause)), err=True)
+    sys.exit(EXIT_INTERNAL_ERROR)
 
 
 def _check_outputs(junit: Path | None, report_dir: Path | None, save: Path | None) -> None:

@@ -100,9 +100,19 @@ def test_junit_and_report_folder(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     write_junit(junit, report, "sut")
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("failures") == "1"
+    failed_phases = [p for p in report.phases if p.failed]
+    assert failed_phases and len(report.failures) == len(failed_phases)
+    assert suite is not None and suite.get("failures") == str(len(failed_phases))
     failures = suite.findall("testcase/failure")
-    assert len(failures) == 1 and failures[0].get("type") == "monotone_publication"
+    assert len(failures) == len(failed_phases)
+    assert {f.get("type") for f in failures} <= {"monotone_publication", "epoch_fence"}
+    # Each failing phase's test case carries that phase's own failure.
+    for case in suite.findall("testcase"):
+        node = case.find("failure")
+        if node is not None:
+            assert f"in phase {case.get('name')}" in (node.text or "")
+    coverage = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert coverage["coverage.conflict"] is not None and int(coverage["coverage.conflict"]) > 0
     written = write_report_dir(tmp_path / "report", report, "sut")
     names = sorted(p.name for p in written)
     assert "summary.json" in names and any(n.endswith("-bad.jsonl") for n in names)

@@ -15,8 +15,8 @@ from fencepost.harness.world import (
     SetupError,
     World,
     WorldSetup,
-    in_downset,
 )
+from fencepost.judge.cuts import covers
 from fencepost.judge.values import Cut, Finality, Order
 
 MILLIS = Order.integer("millis", False)
@@ -58,7 +58,7 @@ def test_every_covered_downset_holds_exactly_the_prefix() -> None:
         t = truth(1, 1, 2, 4, 4, 4, 7, style=style, end=8)
         for j in range(len(t.log) + 1):
             cut = t.cover(j)
-            inside = [ev.id for ev in t.log if in_downset(MILLIS, cut, ev.at)]
+            inside = [ev.id for ev in t.log if covers(MILLIS, cut, ev.at)]
             assert inside == [ev.id for ev in t.log[:j]] or (
                 # a split group stops short: fewer events, never more
                 set(inside) < {ev.id for ev in t.log[:j]}
