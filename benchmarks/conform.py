@@ -28,8 +28,8 @@ import time
 
 from fencepost.harness.algebra import random_cases, run_algebra
 from fencepost.harness.conformance import ConformOptions, conform
+from fencepost.harness.randomized import Biases, run_chosen
 from fencepost.harness.schedule import Action
-from fencepost.harness.search import Biases, run_chosen
 from fencepost.harness.transport import SubprocessSut, SutFactory
 from fencepost.harness.world import (
     ClaimStyle,

@@ -5,13 +5,13 @@ earlier phase found (``fail_fast`` stops at the first failure instead):
 
 1. **error handling**: the probes of :mod:`fencepost.harness.probes`;
 2. **algebra** (if tested): every small-bounds case once, then random batches;
-3. **exhaustive schedules**: each scripted base of :data:`fencepost.harness.search.BASES`
+3. **exhaustive schedules**: each scripted base of :data:`fencepost.harness.bases.BASES`
    with every single inserted step (``depth`` 1 by default);
 4. **random schedules**: ``schedules`` seeded random runs, round robin over
    the publisher, checkpointer and composed families.
 
 A phase stops at its first failure, which is shrunk
-(:func:`fencepost.harness.search.shrink`) and kept with its rule, shortest
+(:func:`fencepost.harness.shrink.shrink`) and kept with its rule, shortest
 schedule, full transcript and the seed that replays it (:func:`replay`): the
 report has the shortest counterexample of every failing phase.
 
@@ -43,7 +43,9 @@ from fencepost.harness.algebra import (
     run_algebra,
     shrink_case,
 )
+from fencepost.harness.bases import bases_of
 from fencepost.harness.coverage import Coverage, Situation
+from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
 from fencepost.harness.pool import SutPool
 from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
@@ -57,23 +59,13 @@ from fencepost.harness.protocol import (
     parse_sut_message,
     shutdown_message,
 )
+from fencepost.harness.randomized import random_setup, run_random
 from fencepost.harness.results import RunResult, StepRecord, TranscriptLine
 from fencepost.harness.rules import HarnessError, Rule, SutFailure, Violation
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
-from fencepost.harness.search import (
-    FAMILIES,
-    FAMILY_LEVELS,
-    ExhaustiveCase,
-    bases_of,
-    exhaustive,
-    exhaustive_schedule,
-    family_of,
-    random_setup,
-    run_random,
-    seed_for,
-    shrink,
-)
+from fencepost.harness.seeds import FAMILIES, FAMILY_LEVELS, ExhaustiveCase, family_of, seed_for
+from fencepost.harness.shrink import shrink
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 from fencepost.harness.world import WorldSetup
 

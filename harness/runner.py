@@ -9,8 +9,9 @@ therefore deterministic for a deterministic SUT: the same schedule gives the
 same transcript.
 
 :func:`run_schedule` is the entry point other tools use (the scenario library
-runs scripted schedules through it); the search (:mod:`fencepost.harness.search`)
-drives :class:`Run` step by step with a chooser.
+runs scripted schedules through it); the searches
+(:mod:`fencepost.harness.randomized`, :mod:`fencepost.harness.exhaustive`) drive
+:class:`Run` step by step.
 """
 
 from __future__ import annotations

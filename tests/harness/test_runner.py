@@ -17,8 +17,8 @@ from fencepost.harness import (
     WorldSetup,
     run_schedule,
 )
+from fencepost.harness.bases import BASES
 from fencepost.harness.schedule import Action
-from fencepost.harness.search import BASES
 from fencepost.judge.values import Cut, Order
 from fencepost.sut.adapter import InProcessSut, Variant
 

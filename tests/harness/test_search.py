@@ -6,22 +6,15 @@ import random
 
 import pytest
 
+from fencepost.harness.bases import BASES
 from fencepost.harness.conformance import ConformOptions, conform, replay
+from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
+from fencepost.harness.randomized import random_setup, run_random
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
-from fencepost.harness.search import (
-    BASES,
-    FAMILIES,
-    ExhaustiveCase,
-    exhaustive,
-    exhaustive_schedule,
-    family_of,
-    random_setup,
-    run_random,
-    seed_for,
-    shrink,
-)
+from fencepost.harness.seeds import FAMILIES, ExhaustiveCase, family_of, seed_for
+from fencepost.harness.shrink import shrink
 from fencepost.harness.world import WorldSetup
 from fencepost.mutants.sut_catalog import CATALOG
 from fencepost.sut.adapter import InProcessSut

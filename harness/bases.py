@@ -1,0 +1,371 @@
+"""The scripted bases of the exhaustive search: small worlds, and schedules racing their workers.
+
+Each :class:`Base` is built to reach situations where implementations go wrong
+(docs/conformance.md, "How the search works"); the exhaustive search
+(:mod:`fencepost.harness.exhaustive`) inserts every possible deviation into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fencepost.harness.algebra import KEYS, MILLIS, OFFSETS
+from fencepost.harness.schedule import (
+    Action,
+    Advance,
+    Answer,
+    Crash,
+    Finalize,
+    Ingest,
+    Publish,
+    Reshard,
+)
+from fencepost.harness.world import (
+    ClaimStyle,
+    EpochSetup,
+    EventSpec,
+    PartitionSetup,
+    WorldSetup,
+)
+
+# --- exhaustive -----------------------------------------------------------------------------
+
+
+def _events(partition: str, *positions: int) -> tuple[EventSpec, ...]:
+    return tuple(EventSpec(f"{partition}{i + 1}", at) for i, at in enumerate(positions))
+
+
+#: The small worlds of the exhaustive search, and their scripted bases.
+#:
+#: Publisher (offsets): A's events sit at 1, 3, 3, 4, 6 (two at one coordinate, so an
+#: honest reader certifies ``through 1``, ``before 3``, ``through 3``, ...); B's at 1,
+#: 3 and 7. Epoch 2 moves a late event into A at 1, below A's old checkpoint. The base
+#: races two publishers twice: first w2 reads older checkpoints than w1 and writes
+#: first (one lost response on w1's write then tests confirmation), then w1 reads
+#: older ones and writes last (a stale retry); then it reshards under the monotone
+#: policy with the new epoch's frontier below the record (cutover pending).
+#:
+#: Checkpointer (millis, dense): A's events at 1, 2, 2, 3, the last not yet final.
+#: r1 stops before writing its first checkpoint while r2 ingests twice (the
+#: second time after the source finalizes the last event); r1's write then
+#: arrives late, after a newer checkpoint.
+TINY: dict[str, WorldSetup] = {
+    "publisher": WorldSetup(
+        order=OFFSETS,
+        epochs=(
+            EpochSetup(
+                1,
+                (
+                    PartitionSetup("A", _events("A", 1, 3, 3, 4, 6)),
+                    PartitionSetup("B", _events("B", 1, 3, 7)),
+                ),
+            ),
+            EpochSetup(
+                2,
+                (
+                    PartitionSetup("A", (*_events("A", 1, 3, 3, 4, 6), EventSpec("Am1", 1))),
+                    PartitionSetup("B", _events("B", 1, 3, 7)),
+                ),
+            ),
+        ),
+        publishers=("w1", "w2"),
+        env_checkpoints=True,
+    ),
+    "checkpointer": WorldSetup(
+        order=MILLIS,
+        epochs=(EpochSetup(1, (PartitionSetup("A", _events("A", 1, 2, 2, 3), final=3),)),),
+        readers=("r1", "r2"),
+        page_size=2,
+    ),
+    "composed": WorldSetup(
+        order=OFFSETS,
+        epochs=(
+            EpochSetup(
+                1,
+                (
+                    PartitionSetup("A", _events("A", 1, 1), claims=ClaimStyle.BEFORE, end=3),
+                    PartitionSetup("B", _events("B", 2)),
+                ),
+            ),
+        ),
+        publishers=("w1",),
+        readers=("r1",),
+        page_size=1,
+    ),
+}
+
+
+def _events_at(partition: str, *positions: str) -> tuple[EventSpec, ...]:
+    return tuple(EventSpec(f"{partition}{i + 1}", at) for i, at in enumerate(positions))
+
+
+def _answers(worker: str, count: int) -> tuple[Action, ...]:
+    return tuple(Answer(worker) for _ in range(count))
+
+
+BASE: dict[str, tuple[Action, ...]] = {
+    "publisher": (
+        Advance("A"),  # A through 1
+        Publish("w1"),
+        *_answers("w1", 4),  # B has no checkpoint yet: withheld missing_checkpoint
+        Advance("B"),  # B through 1
+        # Race 1: w1 reads older checkpoints, w2 newer; w2 writes first, w1's write is stale.
+        Publish("w1"),
+        *_answers("w1", 3),  # w1 proposes through 1
+        Advance("A"),  # A before 3
+        Advance("B"),  # B through 3
+        Publish("w2"),
+        *_answers("w2", 3),  # w2 proposes before 3 (B is through 3: same coordinate)
+        Answer("w2"),  # w2 publishes before 3
+        Answer("w1"),  # w1's stale write conflicts; it rereads
+        *_answers("w1", 3),  # and finds nothing new: unchanged
+        # Race 2: w2 reads older checkpoints, w1 newer; w2 writes first.
+        Advance("A"),  # A through 3
+        Publish("w2"),
+        *_answers("w2", 3),  # w2 proposes through 3
+        Advance("A"),  # A through 4
+        Advance("B"),  # B through 7
+        Publish("w1"),
+        *_answers("w1", 3),  # w1 proposes through 4
+        Answer("w2"),  # w2 publishes through 3 (a lost response on w1's write before
+        Answer("w1"),  # this point makes w1 reread a moved revision with a lower cut)
+        *_answers("w1", 4),  # w1 recomputes and publishes through 4
+        # Cutover: epoch 2 moves a late event into A below its checkpoint.
+        Reshard(),
+        Advance("A"),  # epoch 2: A before 1
+        Advance("B"),
+        Publish("w2"),  # monotone policy: cutover pending
+    ),
+    "checkpointer": (
+        Ingest("r1", "A"),
+        *_answers("r1", 4),  # r1 read nothing, fetched [A1, A2], recorded them; write pending
+        Ingest("r2", "A"),
+        *_answers("r2", 8),  # r2's whole pass: certifies before 2, sees A3, A4 (not final)
+        Finalize("A"),
+        Ingest("r2", "A"),
+        *_answers("r2", 5),  # r2 certifies through 3
+        Answer("r1"),  # r1's write arrives after the newer checkpoint
+    ),
+    "composed": (
+        Ingest("r1", "A"),
+        *_answers("r1", 2),
+        Publish("w1"),
+        *_answers("w1", 2),
+        Answer("r1"),
+        *_answers("w1", 2),
+        Ingest("r1", "B"),
+        Publish("w1"),
+    ),
+}
+
+
+#: Strings whose code point order and UTF-16 order disagree: U+FFEE < U+1F600 by code
+#: point, but U+1F600 is written with a surrogate pair (D83D DE00) that sorts first in
+#: UTF-16 units (JavaScript's and Java's string comparison).
+BMP_HIGH, ASTRAL = "\uffee", "\U0001f600"
+
+#: Dense integers, both endpoint kinds at one coordinate, under the reset policy. A's
+#: events at 5, 5 and 7: an honest reader certifies ``before 5``, ``through 5``,
+#: ``through 7``; B's one event at 5 under a source that states ``before`` boundaries
+#: and vouches for ``before 6``. The merge goes ``before 5`` -> ``through 5`` (progress
+#: at one coordinate: an endpoint-blind comparison calls it unchanged), and
+#: ``through 5`` is the minimum of ``through 5`` and ``before 6`` on a dense order (a
+#: manufactured successor publishes ``before 6``). Epoch 2 moves a late event into A at
+#: 4, below A's old checkpoint.
+_MILLIS_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 5, 5, 7)),
+                PartitionSetup("B", _events("B", 5), claims=ClaimStyle.BEFORE, end=6),
+            ),
+        ),
+        EpochSetup(
+            2,
+            (
+                PartitionSetup("A", (*_events("A", 5, 5, 7), EventSpec("Am1", 4))),
+                PartitionSetup("B", _events("B", 5), claims=ClaimStyle.BEFORE, end=6),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+    policy="reset",
+)
+
+_MILLIS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A before 5
+    Advance("B"),  # B before 5
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes before 5
+    Advance("A"),  # A through 5
+    Advance("B"),  # B before 6
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 5: progress at one coordinate
+    Advance("A"),  # A through 7
+    Publish("w1"),
+    *_answers("w1", 3),  # w1 proposes before 6
+    Answer("w1", "lost"),  # its write is not applied and the response is lost
+    Reshard(),  # epoch 2 before w1 rereads: the cutover rule applies
+    *_answers("w1", 5),  # w1 rereads: its membership is epoch 2, with no checkpoint yet
+    Advance("A"),  # epoch 2: A through 4
+    Advance("B"),  # epoch 2: B before 5
+    Publish("w2"),
+    *_answers("w2", 4),  # reset policy: the record moves to epoch 2 with a lower cut
+    Publish("w1"),
+    *(Answer("w1", "lost") for _ in range(5)),  # persistent loss: a retry budget is spent
+)
+
+#: A crash between two calls: w1 dies after reading the record (its process is killed
+#: and a fresh one started); the restarted w1 attempts again with no memory and must
+#: not reuse the dead process's op_ids. Short, because every run starts a process.
+_CRASH_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through 1
+    Advance("B"),  # B through 1
+    Publish("w1"),
+    Answer("w1"),
+    Crash("w1"),
+    Publish("w1"),
+    *_answers("w1", 4),  # the restarted w1 publishes through 1
+)
+
+#: Strings above U+FFFF. A's events at "a", U+FFEE and U+1F600, B's at U+FFEE and
+#: U+1F600. The record reaches ``through U+FFEE``; then A alone certifies
+#: ``through U+1F600`` (the merge stays ``through U+FFEE``: a UTF-16 minimum publishes
+#: U+1F600), then B does too (the merge is ahead: a UTF-16 comparison calls it behind).
+_KEYS_PUBLISHER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events_at("A", "a", BMP_HIGH, ASTRAL)),
+                PartitionSetup("B", _events_at("B", BMP_HIGH, ASTRAL)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_KEYS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through "a"
+    Advance("A"),  # A through U+FFEE
+    Advance("B"),  # B through U+FFEE
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through U+FFEE
+    Advance("A"),  # A through U+1F600
+    Publish("w2"),
+    *_answers("w2", 3),  # w2: the merge is still through U+FFEE: unchanged
+    Advance("B"),  # B through U+1F600
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through U+1F600
+)
+
+#: The checkpointer on strings above U+FFFF: r1's pass stops before its write while r2
+#: certifies further; r1's late write conflicts, and on rereading it must see that the
+#: stored U+1F600 is ahead of its own U+FFEE (a UTF-16 comparison rewrites it lower).
+_KEYS_CHECKPOINTER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(1, (PartitionSetup("A", _events_at("A", "a", BMP_HIGH, ASTRAL), final=2),)),
+    ),
+    readers=("r1", "r2"),
+    page_size=2,
+)
+
+_KEYS_CHECKPOINTER_BASE: tuple[Action, ...] = (
+    Ingest("r1", "A"),
+    *_answers("r1", 4),  # r1 read nothing, fetched [a, U+FFEE], recorded them; write pending
+    Finalize("A"),
+    Ingest("r2", "A"),
+    *_answers("r2", 9),  # r2's whole pass certifies through U+1F600
+    Answer("r1"),  # r1's late write conflicts with the newer checkpoint
+    *_answers("r1", 3),  # r1 rereads and must not write its lower cut again
+)
+
+
+@dataclass(frozen=True)
+class Base:
+    """A scripted base of the exhaustive search: a small world and a schedule racing its
+    workers, into which the search inserts every possible deviation."""
+
+    name: str
+    family: str
+    setup: WorldSetup
+    schedule: tuple[Action, ...]
+    #: What the base is built to exercise, in words (reports and docs).
+    about: str = ""
+
+
+#: Every scripted base by name, in the order the default budget runs them.
+BASES: dict[str, Base] = {
+    b.name: b
+    for b in (
+        Base(
+            "publisher-offsets",
+            "publisher",
+            TINY["publisher"],
+            BASE["publisher"],
+            "offsets: races, a stale write, a lost response, a cutover pending under monotone",
+        ),
+        Base(
+            "publisher-millis",
+            "publisher",
+            _MILLIS_PUBLISHER,
+            _MILLIS_PUBLISHER_BASE,
+            "dense integers: both endpoint kinds at one coordinate, a manufactured successor, "
+            "an epoch change between a lost write and its reread, the reset policy, a retry "
+            "budget spent",
+        ),
+        Base(
+            "publisher-crash",
+            "publisher",
+            TINY["publisher"],
+            _CRASH_BASE,
+            "a crash between two calls, then the restarted worker attempts again",
+        ),
+        Base(
+            "publisher-keys",
+            "publisher",
+            _KEYS_PUBLISHER,
+            _KEYS_PUBLISHER_BASE,
+            "strings above U+FFFF: code point order, not UTF-16 order",
+        ),
+        Base(
+            "checkpointer-millis",
+            "checkpointer",
+            TINY["checkpointer"],
+            BASE["checkpointer"],
+            "a dense order: a late checkpoint write after a newer one",
+        ),
+        Base(
+            "checkpointer-keys",
+            "checkpointer",
+            _KEYS_CHECKPOINTER,
+            _KEYS_CHECKPOINTER_BASE,
+            "strings above U+FFFF: a late write reread against a newer checkpoint",
+        ),
+        Base(
+            "composed-offsets",
+            "composed",
+            TINY["composed"],
+            BASE["composed"],
+            "readers and a publisher of the SUT together",
+        ),
+    )
+}
+#: Exhaustive seeds name a base by its index here (index 0: the algebra level's cases).
+BASE_NAMES: tuple[str, ...] = ("algebra", *BASES)
+
+
+def bases_of(families: Sequence[str]) -> list[str]:
+    """The bases of ``families``, in :data:`BASES` order."""
+    return [name for name, base in BASES.items() if base.family in families]
+
+
+#: The calls whose answers an environment step can change: inserting the step
+#: anywhere before the next such call gives the same answers to the SUT.

@@ -1,0 +1,99 @@
+"""Making a failing schedule short: delta debugging over its steps.
+
+Any sub-sequence of a schedule is a schedule (impossible steps are skipped), so
+:func:`shrink` removes chunks, then single steps, re-running the SUT for each
+candidate and keeping those that break the same rule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fencepost.harness.results import RunResult
+from fencepost.harness.rules import Rule
+from fencepost.harness.runner import run_schedule
+from fencepost.harness.schedule import (
+    Action,
+)
+from fencepost.harness.transport import SutFactory
+from fencepost.harness.world import (
+    WorldSetup,
+)
+
+# --- shrinking --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """The shortest failing schedule found and its run."""
+
+    actions: tuple[Action, ...]
+    result: RunResult
+    runs: int
+
+
+def shrink(
+    factory: SutFactory,
+    setup: WorldSetup,
+    actions: Sequence[Action],
+    rule: Rule,
+    result: RunResult,
+    *,
+    timeout: float,
+    budget: int = 400,
+    seconds: float = 120.0,
+) -> Shrunk:
+    """Delta debugging (ddmin) over the steps, then one-at-a-time removal.
+
+    A candidate counts as failing when its run breaks the same ``rule``. Each
+    candidate is a fresh run against fresh SUT workers. Stops when no single
+    step can be removed, or when ``budget`` runs or ``seconds`` are spent
+    (the best schedule found so far is returned).
+    """
+    deadline = time.monotonic() + seconds
+    best = list(actions)
+    best_result = result
+    runs = 0
+
+    def fails(candidate: list[Action]) -> bool:
+        nonlocal runs, best, best_result
+        if runs >= budget or time.monotonic() > deadline:
+            return False
+        runs += 1
+        attempt = run_schedule(factory, setup, candidate, timeout=timeout)
+        hit = attempt.first
+        if hit is not None and hit.rule is rule:
+            executed = list(attempt.executed)
+            if len(executed) <= len(best):
+                best, best_result = executed, attempt
+            return True
+        return False
+
+    granularity = 2
+    while len(best) >= 2 and runs < budget:
+        size = max(1, -(-len(best) // granularity))
+        chunks = [best[i : i + size] for i in range(0, len(best), size)]
+        reduced = False
+        for i in range(len(chunks)):
+            complement = [a for j, chunk in enumerate(chunks) if j != i for a in chunk]
+            if fails(complement):
+                granularity = max(granularity - 1, 2)
+                reduced = True
+                break
+        if not reduced:
+            for chunk in chunks:
+                if len(chunk) < len(best) and fails(list(chunk)):
+                    granularity = 2
+                    reduced = True
+                    break
+        if not reduced:
+            if granularity >= len(best):
+                break
+            granularity = min(len(best), granularity * 2)
+    i = 0
+    while i < len(best) and runs < budget:
+        if not fails(best[:i] + best[i + 1 :]):
+            i += 1
+    return Shrunk(tuple(best), best_result, runs)
