@@ -151,6 +151,8 @@ class ConformReport:
     processes: int = 0
     reused: int = 0
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+    #: Things the reader of the report should know that are not failures.
+    notes: tuple[str, ...] = ()
 
     def warnings(self) -> tuple[str, ...]:
         """Situations the tested levels can reach that no run exercised."""

@@ -35,12 +35,38 @@ from fencepost.harness.coverage import Situation
 from fencepost.harness.protocol import INTEGER_RANGES, MessageError
 from fencepost.harness.results import RunResult, TranscriptLine
 from fencepost.harness.rules import Violation
-from fencepost.harness.runner import run_schedule
-from fencepost.harness.schedule import Action, ScheduleError, action_from_json, action_to_json
+from fencepost.harness.runner import Run
+from fencepost.harness.schedule import (
+    Action,
+    ScheduleError,
+    action_from_json,
+    action_to_json,
+    describe,
+)
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError, WorldSetup
+from fencepost.judge.values import BadValue
 
 REGRESSION_VERSION = 1
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal or a text file: every string from a SUT is untrusted.
+
+    Lone surrogates (``"\\ud800"`` from a JSON escape) cannot be written as UTF-8,
+    and control characters (an escape sequence, a carriage return) would rewrite
+    the reader's terminal: both are shown as escapes. Newlines and tabs stay.
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\n\t" or (0x20 <= code < 0x7F) or (code >= 0xA0 and not 0xD800 <= code <= 0xDFFF):
+            out.append(ch)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
 
 
 def replay_hint(failure: Failure, command: str) -> str:
@@ -82,7 +108,7 @@ def render_failure(failure: Failure, command: str, *, transcript: bool = True) -
     if transcript and failure.transcript:
         out.append(f"  transcript ({len(failure.transcript)} lines; -> to SUT, <- from SUT):")
         out.extend(f"    {line}" for line in failure.transcript)
-    return "\n".join(out)
+    return printable("\n".join(out))
 
 
 def render_summary(report: ConformReport, command: str) -> str:
@@ -119,12 +145,13 @@ def render_summary(report: ConformReport, command: str) -> str:
         )
     if report.problem:
         out.append(f"  problem: {report.problem}")
+    out.extend(f"  note: {note}" for note in report.notes)
     out.append("")
     out.extend(render_coverage(report))
     for failure in report.failures:
         out.append("")
         out.append(render_failure(failure, command))
-    return "\n".join(out)
+    return printable("\n".join(out))
 
 
 def _integers(declared: str) -> str:
@@ -194,6 +221,7 @@ def report_json(report: ConformReport) -> dict[str, object]:
         "processes": {"started": report.processes, "reused": report.reused},
         "coverage": {s.value: report.coverage.runs.get(s, 0) for s in Situation},
         "warnings": list(report.warnings()),
+        "notes": list(report.notes),
         "failures": [failure_json(f) for f in report.failures],
     }
 
@@ -292,7 +320,7 @@ def _junit_case(suite: ET.Element, phase: Phase) -> ET.Element:
 def write_transcript(path: Path, lines: Iterable[TranscriptLine]) -> None:
     with path.open("w", encoding="utf-8") as out:
         for line in lines:
-            out.write(json.dumps(line.to_json(), ensure_ascii=False) + "\n")
+            out.write(json.dumps(line.to_json()) + "\n")
 
 
 def write_report_dir(directory: Path, report: ConformReport, command: str) -> list[Path]:
@@ -355,62 +383,112 @@ def save_regression(path: Path, failure: Failure, sut: str) -> Path:
         "case": None if failure.case is None else case_message(failure.case, 1),
     }
     with path.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(header, ensure_ascii=False) + "\n")
+        out.write(json.dumps(header) + "\n")
         by_action = [s for s in failure.steps if not s.drain]
         for i, action in enumerate(failure.actions, 1):
             says = by_action[i - 1].says if i - 1 < len(by_action) else ""
             out.write(
-                json.dumps(
-                    {"step": i, "action": action_to_json(action), "says": says},
-                    ensure_ascii=False,
-                )
-                + "\n"
+                json.dumps({"step": i, "action": action_to_json(action), "says": says}) + "\n"
             )
     return path
 
 
-def load_regression(path: Path) -> Regression:
-    """Read a regression file; :class:`RegressionError` names the line and the problem."""
+#: The largest regression file read (a shrunk failure is a few kilobytes).
+MAX_REGRESSION_BYTES = 16 << 20
+
+
+def _read_bounded(path: Path) -> str:
+    """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegressionError(f"{path}: cannot read: {exc}") from None
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_REGRESSION_BYTES + 1)
+    except OSError as exc:
+        raise RegressionError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_REGRESSION_BYTES:
+        raise RegressionError(
+            f"{path}: larger than {MAX_REGRESSION_BYTES >> 20} MiB; a regression file is a "
+            "header and one line per step"
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def _names_in(action: Action) -> list[tuple[str, str]]:
+    out = []
+    for field in ("worker", "partition"):
+        value = getattr(action, field, None)
+        if isinstance(value, str):
+            out.append((field, value))
+    return out
+
+
+def load_regression(path: Path) -> Regression:
+    """Read a regression file; :class:`RegressionError` names the line and the problem.
+
+    Every step must name workers and partitions of the file's world: a step that
+    names an unknown one could never run, and a replay that skipped it would pass
+    a known-buggy SUT.
+    """
+    text = _read_bounded(path)
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
-    objects = []
-    for number, line in enumerate(lines, 1):
+    objects: list[tuple[int, dict[str, object]]] = []
+    for number, line in numbered:
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise RegressionError(f"{path}:{number}: nested too deeply to be a step") from None
         except ValueError as exc:
             raise RegressionError(f"{path}:{number}: not JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise RegressionError(f"{path}:{number}: each line is a JSON object")
-        objects.append(obj)
-    header = objects[0]
+        objects.append((number, obj))
+    first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:
         raise RegressionError(
-            f"{path}:1: not a fencepost regression file of version {REGRESSION_VERSION} "
+            f"{path}:{first}: not a fencepost regression file of version {REGRESSION_VERSION} "
             '(the header needs "fencepost_regression": 1)'
         )
     seed = header.get("seed")
     if seed is not None and type(seed) is not int:
-        raise RegressionError(f"{path}:1: seed: an integer or null")
+        raise RegressionError(f"{path}:{first}: seed: an integer or null")
     try:
         setup = None if header.get("world") is None else WorldSetup.from_json(header["world"])
-        case = None if header.get("case") is None else case_from_message(header["case"])
-    except (SetupError, MessageError) as exc:
-        raise RegressionError(f"{path}:1: {exc}") from None
+        raw_case = header.get("case")
+        if raw_case is not None and not isinstance(raw_case, dict):
+            raise MessageError("case", "an algebra case is a compare or merge request object")
+        case = None if raw_case is None else case_from_message(raw_case)
+    except (SetupError, MessageError, BadValue) as exc:
+        raise RegressionError(f"{path}:{first}: {exc}") from None
+    except RecursionError:
+        raise RegressionError(f"{path}:{first}: the world is nested too deeply") from None
     if setup is None and case is None:
-        raise RegressionError(f"{path}:1: the header needs a world or an algebra case")
+        raise RegressionError(f"{path}:{first}: the header needs a world or an algebra case")
+    known: dict[str, set[str]] = {"worker": set(), "partition": set()}
+    if setup is not None:
+        known["worker"] = set(setup.workers)
+        known["partition"] = {p.name for e in setup.epochs for p in e.partitions}
     actions = []
-    for number, obj in enumerate(objects[1:], 2):
+    for number, obj in objects[1:]:
         if set(obj) - {"step", "action", "says"}:
             raise RegressionError(f"{path}:{number}: a step line has step, action and says")
         try:
-            actions.append(action_from_json(obj.get("action"), f"line {number}.action"))
+            action = action_from_json(obj.get("action"), f"line {number}.action")
         except ScheduleError as exc:
             raise RegressionError(f"{path}:{number}: {exc}") from None
+        if setup is None:
+            raise RegressionError(f"{path}:{number}: an algebra regression has no steps")
+        for field, name in _names_in(action):
+            if name not in known[field]:
+                raise RegressionError(
+                    f"{path}:{number}: action.{field}: {name!r} is not a {field} of the file's "
+                    f"world (it has {', '.join(sorted(known[field])) or 'none'})"
+                )
+        actions.append(action)
     return Regression(
         verdict=str(header.get("verdict", "bad")),
         rule=str(header.get("rule", "")),
@@ -422,16 +500,45 @@ def load_regression(path: Path) -> Regression:
     )
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """A regression file run once: the run, and every step that could not run.
+
+    A step can become impossible when the SUT now behaves differently (a fixed
+    bug ends an attempt earlier, so an answer has no call to answer); a replay
+    lists each such step instead of skipping it silently.
+    """
+
+    result: RunResult
+    skipped: tuple[tuple[int, str], ...]
+
+
+def replay_steps(
+    factory: SutFactory, setup: WorldSetup, actions: Iterable[Action], *, timeout: float
+) -> Replayed:
+    """Run ``actions`` once, noting (step number, the step in words) for each that cannot run."""
+    skipped: list[tuple[int, str]] = []
+    with Run(factory, setup, timeout=timeout) as run:
+        run.start()
+        for number, action in enumerate(actions, 1):
+            if run.stopped:
+                break
+            if not run.execute(action):
+                skipped.append((number, describe(action)))
+        run.drain()
+    return Replayed(run.finish(), tuple(skipped))
+
+
 def replay_regression(
     factory: SutFactory, regression: Regression, *, timeout: float
-) -> RunResult | Failure | None:
+) -> Replayed | Failure | None:
     """Run a regression file's steps (or case) once: the run, a Failure, or None if it passes.
 
-    Schedules give their :class:`RunResult`; an algebra case that fails gives a
+    Schedules give their :class:`Replayed` run; an algebra case that fails gives a
     :class:`Failure`, one that passes gives None.
     """
     if regression.setup is not None:
-        return run_schedule(factory, regression.setup, regression.actions, timeout=timeout)
+        return replay_steps(factory, regression.setup, regression.actions, timeout=timeout)
     assert regression.case is not None
     result = run_algebra(factory, [regression.case], timeout=timeout)
     if result.ok:

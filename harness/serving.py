@@ -59,6 +59,7 @@ from fencepost.harness.schedule import (
     LOSSES,
     mode_words,
 )
+from fencepost.harness.session import BLANK_LINE
 from fencepost.harness.transport import Channel
 from fencepost.harness.world import World, WorldSetup
 from fencepost.judge.decide import AttemptLog, WriteAnswer
@@ -178,6 +179,9 @@ class Conversation:
         request = worker.request
         assert request is not None
         line = self._receive(worker)
+        if not line.strip():
+            what = f"{request.kind} request #{request.id}"
+            raise SutFailure(Rule.CALL_PAIRING, BLANK_LINE.format(what=what), worker.name)
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:

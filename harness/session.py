@@ -25,6 +25,12 @@ from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 
+#: A blank line is never a message: the protocol has none, and it answers nothing.
+BLANK_LINE = (
+    "a blank line arrived where the answer to {what} was due; the protocol has no blank "
+    "lines (write nothing but messages to stdout)"
+)
+
 
 class LineSession:
     """One worker talked to line by line: handshake, requests, answers; keeps the transcript."""
@@ -89,9 +95,20 @@ class LineSession:
 
     def expect_error(self, request_id: int | None, what: str) -> None:
         line = self.receive()
+        if not line.strip():
+            raise SutFailure(Rule.CALL_PAIRING, BLANK_LINE.format(what=what), self.worker)
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:
+            if exc.field == "line":
+                # Not JSON at all: a line written unprompted (a log line on stdout, say),
+                # not an answer to the probe.
+                raise SutFailure(
+                    Rule.CALL_PAIRING,
+                    f"a line that is no message of the protocol arrived where the answer to "
+                    f"{what} was due: {line[:120]!r} (write logs to stderr)",
+                    self.worker,
+                ) from None
             raise SutFailure(
                 Rule.ERROR_HANDLING, f"{what} was answered with {exc}", self.worker
             ) from None

@@ -48,6 +48,9 @@ from fencepost.judge.values import (
 )
 from fencepost.judge.wire import order_from_json
 
+#: The most workers of one role a world may have: each is a SUT process.
+MAX_WORKERS_PER_ROLE = 16
+
 
 class SetupError(ValueError):
     """A world setup that cannot describe a run; the message names the field and the fix."""
@@ -255,6 +258,13 @@ def _validate(setup: WorldSetup) -> None:
         raise SetupError("world.epochs: at least one epoch is required")
     if not setup.publishers and not setup.readers:
         raise SetupError("world: name at least one publisher or reader worker")
+    for role in ("publishers", "readers"):
+        count = len(getattr(setup, role))
+        if count > MAX_WORKERS_PER_ROLE:
+            raise SetupError(
+                f"world.{role}: at most {MAX_WORKERS_PER_ROLE} workers per role (each is a "
+                f"process), got {count}"
+            )
     names = [_name(w, "world.workers") for w in setup.workers]
     if len(set(names)) != len(names):
         raise SetupError(f"world: worker names must be unique, got {names}")

@@ -227,8 +227,12 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         failure_from_run,
         handshake,
     )
-    from fencepost.harness.report import RegressionError, load_regression, replay_regression
-    from fencepost.harness.results import RunResult
+    from fencepost.harness.report import (
+        RegressionError,
+        Replayed,
+        load_regression,
+        replay_regression,
+    )
 
     try:
         regression = load_regression(path)
@@ -236,14 +240,18 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         raise click.BadParameter(str(exc), param_hint="--replay-file") from None
     name, declared, failure = handshake(factory, options.timeout)
     messages = 0
+    notes: tuple[str, ...] = ()
     if failure is None:
         outcome = replay_regression(factory, regression, timeout=options.timeout)
-        if isinstance(outcome, RunResult):
-            messages = outcome.messages
-            if not outcome.ok:
-                failure = failure_from_run(
-                    regression.seed, "regression", outcome, len(outcome.executed), 0
-                )
+        if isinstance(outcome, Replayed):
+            run = outcome.result
+            messages = run.messages
+            notes = tuple(
+                f"step {number} of {path.name} could not run now and was not executed: {step}"
+                for number, step in outcome.skipped
+            )
+            if not run.ok:
+                failure = failure_from_run(regression.seed, "regression", run, len(run.executed), 0)
         else:
             failure = outcome
     phase = Phase(f"replay of {path.name}", 1, messages, 0.0, failure is not None)
@@ -256,6 +264,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         failures=() if failure is None else (failure,),
         equivalent_representations=0,
         seconds=0.0,
+        notes=notes,
     )
 
 

@@ -14,6 +14,7 @@ from fencepost.cli import main
 from fencepost.harness.conformance import ConformOptions, ConformReport, conform
 from fencepost.harness.report import (
     RegressionError,
+    Replayed,
     load_regression,
     render_failure,
     replay_regression,
@@ -21,7 +22,6 @@ from fencepost.harness.report import (
     write_junit,
     write_report_dir,
 )
-from fencepost.harness.results import RunResult
 from fencepost.harness.rules import Rule
 from fencepost.mutants.sut_catalog import CATALOG
 from fencepost.sut.adapter import InProcessSut
@@ -51,10 +51,10 @@ def test_regression_files_round_trip_and_replay(tmp_path: Path) -> None:
     regression = load_regression(saved)
     assert regression.actions == failure.actions and regression.rule == "monotone_publication"
     bad = replay_regression(InProcessSut(CATALOG["stale-cut-retry"].variant), regression, timeout=5)
-    assert isinstance(bad, RunResult) and bad.first is not None
-    assert bad.first.rule is Rule.MONOTONE_PUBLICATION
+    assert isinstance(bad, Replayed) and bad.result.first is not None
+    assert bad.result.first.rule is Rule.MONOTONE_PUBLICATION
     good = replay_regression(InProcessSut(), regression, timeout=5)
-    assert isinstance(good, RunResult) and good.ok
+    assert isinstance(good, Replayed) and good.result.ok
 
 
 def test_algebra_regressions_store_the_case(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_algebra_regressions_store_the_case(tmp_path: Path) -> None:
     assert regression.case == failure.case and regression.setup is None
     assert replay_regression(InProcessSut(), regression, timeout=5) is None
     again = replay_regression(InProcessSut(CATALOG["compare-swap"].variant), regression, timeout=5)
-    assert again is not None and not isinstance(again, RunResult)
+    assert again is not None and not isinstance(again, Replayed)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +93,65 @@ def test_a_bad_step_line_is_named(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(RegressionError, match=rf":{len(lines)}: line {len(lines)}.action.do"):
         load_regression(path)
+
+
+@pytest.mark.parametrize(
+    ("action", "says"),
+    [
+        ({"do": "publish", "worker": "w9"}, "action.worker: 'w9' is not a worker"),
+        ({"do": "advance", "partition": "Z"}, "action.partition: 'Z' is not a partition"),
+        ({"do": "crash", "worker": "nobody"}, "action.worker: 'nobody' is not a worker"),
+    ],
+)
+def test_a_step_naming_an_unknown_worker_or_partition_is_an_error(
+    tmp_path: Path, action: dict[str, object], says: str
+) -> None:
+    failure = _failing_report().failures[0]
+    path = save_regression(tmp_path / "r-bad.jsonl", failure, "x")
+    lines = path.read_text().splitlines()
+    lines.insert(2, json.dumps({"step": 2, "action": action}))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RegressionError, match=rf"r-bad.jsonl:3: {says}"):
+        load_regression(path)
+    result = CliRunner().invoke(
+        main, ["conform", "--replay-file", str(path), "--", *mutant("stale-cut-retry")]
+    )
+    assert result.exit_code == 2 and "r-bad.jsonl:3:" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_hostile_regression_files_are_refused_with_their_line(tmp_path: Path) -> None:
+    deep = tmp_path / "deep-bad.jsonl"
+    deep.write_text('{"fencepost_regression": 1}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(RegressionError, match=r"deep-bad.jsonl:2:"):
+        load_regression(deep)
+    binary = tmp_path / "binary-bad.jsonl"
+    binary.write_bytes(b'{"fencepost_regression": 1}\n\xff\xfe\n')
+    with pytest.raises(RegressionError, match=r"binary-bad.jsonl:2: not UTF-8"):
+        load_regression(binary)
+    huge = tmp_path / "huge-bad.jsonl"
+    huge.write_text('{"fencepost_regression": 1, "seed": ' + "9" * 5000 + "}\n")
+    with pytest.raises(RegressionError, match=r"huge-bad.jsonl:1:"):
+        load_regression(huge)
+
+
+def test_a_regression_read_from_an_endless_device_is_refused() -> None:
+    with pytest.raises(RegressionError, match="larger than"):
+        load_regression(Path("/dev/zero"))
+
+
+def test_a_step_that_cannot_run_in_a_replay_is_reported_not_skipped(tmp_path: Path) -> None:
+    failure = _failing_report().failures[0]
+    path = save_regression(tmp_path / "r-bad.jsonl", failure, "x")
+    lines = path.read_text().splitlines()
+    # An answer to a worker that has no call pending at the start: it cannot run.
+    lines.insert(1, json.dumps({"step": 1, "action": {"do": "answer", "worker": "w1"}}))
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(
+        main,
+        ["conform", "--replay-file", str(path), "--", sys.executable, "-m", "fencepost", "sut"],
+    )
+    assert "step 1 of r-bad.jsonl could not run now and was not executed" in result.output
 
 
 def test_junit_and_report_folder(tmp_path: Path) -> None:

@@ -186,6 +186,29 @@ def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
     assert _state(grandchild) in (None, "Z", "X"), "the SUT's own child outlived the run"
 
 
+def test_a_grandchild_in_a_session_of_its_own_is_killed_too(tmp_path: Path) -> None:
+    """setsid leaves the SUT's process group; the inherited token still finds it."""
+    marker = tmp_path / "daemon.pid"
+    spawn = (
+        f'child = subprocess.Popen(["sleep", "100"], start_new_session=True); '
+        f'open({str(marker)!r}, "w").write(str(child.pid)); time.sleep(60)'
+    )
+    rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
+    assert rule is Rule.SUT_HANG
+    daemon = int(marker.read_text())
+    assert os.getpgid(daemon) != os.getpgid(os.getpid()) if _state(daemon) else True
+    deadline = time.monotonic() + 2
+    while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _state(daemon) in (None, "Z", "X"), "a daemonized descendant outlived the run"
+
+
+def test_a_blank_line_answers_nothing(tmp_path: Path) -> None:
+    rule, message = run(fake(tmp_path, reply='print("", flush=True); time.sleep(60)'))
+    assert rule is Rule.CALL_PAIRING
+    assert "blank line" in message
+
+
 def test_garbage_line(tmp_path: Path) -> None:
     rule, message = run(fake(tmp_path, reply='print("this is not json", flush=True)'))
     assert rule is Rule.MESSAGE_SCHEMA
@@ -287,3 +310,51 @@ def test_bad_levels_in_hello_ok(tmp_path: Path, levels: str) -> None:
     _, _, failure = handshake(factory, 2.0)
     assert_nothing_left(factory)
     assert failure is not None and failure.violation.rule is Rule.HANDSHAKE
+
+
+def test_untrusted_strings_never_break_a_report(tmp_path: Path) -> None:
+    """A lone surrogate and terminal escapes from a SUT end up escaped in every report."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    from click.testing import CliRunner
+
+    from fencepost.cli import main
+
+    hostile = (
+        'sys.stdout.write(\'{"type": "hello_ok", "protocol": 1, '
+        '"name": "evil\\\\ud800\\\\u001b[2J", "levels": ["publisher"]}\\n\'); '
+        "sys.stdout.flush()"
+    )
+    error = (
+        'sys.stdout.write(\'{"type": "error", "id": \' + str(rid) + \', "message": '
+        '"bad \\\\ud800 \\\\u0007 \\\\u001b[31m"}\\n\'); sys.stdout.flush()'
+    )
+    factory = fake(tmp_path, hello=hostile, publish=error)
+    junit = tmp_path / "junit.xml"
+    report = tmp_path / "report"
+    result = CliRunner().invoke(
+        main,
+        [
+            "conform",
+            "--levels",
+            "publisher",
+            "--schedules",
+            "0",
+            "--depth",
+            "0",
+            "--junit",
+            str(junit),
+            "--report",
+            str(report),
+            "--",
+            *factory.argv,
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "\x1b" not in result.output and "\\ud800" in result.output
+    ET.parse(junit)  # parses: every character is one XML can carry
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["conformant"] is False
+    for path in report.iterdir():
+        path.read_text(encoding="utf-8")  # every file is valid UTF-8
