@@ -169,12 +169,22 @@ def _opt_int(value: object, field: str, *, minimum: int | None = None) -> int | 
     return None if value is None else _int(value, field, minimum=minimum)
 
 
+def _unicode(value: str, field: str) -> str:
+    """A string a SUT sent, refused if it holds a lone surrogate (not Unicode text)."""
+    for index, ch in enumerate(value):
+        if 0xD800 <= ord(ch) <= 0xDFFF:
+            raise MessageError(
+                field, f"a lone surrogate (\\u{ord(ch):04x}) at index {index} is not Unicode text"
+            )
+    return value
+
+
 def _str(value: object, field: str, *, empty: bool = False) -> str:
     if type(value) is not str:
         raise MessageError(field, f"a string is required, got {type(value).__name__} {value!r}")
     if not empty and not value:
         raise MessageError(field, "a non-empty string is required")
-    return value
+    return _unicode(value, field)
 
 
 def _opt_str(value: object, field: str) -> str | None:
@@ -182,7 +192,9 @@ def _opt_str(value: object, field: str) -> str | None:
 
 
 def _wire_id(value: object, field: str) -> WireId:
-    if type(value) is int or type(value) is str:
+    if type(value) is str:
+        return _unicode(value, field)
+    if type(value) is int:
         return value
     raise MessageError(field, f"an id is an integer or a string, got {type(value).__name__}")
 

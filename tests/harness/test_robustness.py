@@ -358,3 +358,13 @@ def test_untrusted_strings_never_break_a_report(tmp_path: Path) -> None:
     assert summary["conformant"] is False
     for path in report.iterdir():
         path.read_text(encoding="utf-8")  # every file is valid UTF-8
+
+
+def test_a_lone_surrogate_from_a_sut_is_a_schema_failure_not_a_crash(tmp_path: Path) -> None:
+    read = (
+        'sys.stdout.write(\'{"type": "call", "call_id": "c\\\\ud800", "op": '
+        '"read_publication", "stream": "s"}\\n\'); sys.stdout.flush()'
+    )
+    rule, message = run(fake(tmp_path, publish=read))
+    assert rule is Rule.MESSAGE_SCHEMA
+    assert "lone surrogate" in message
