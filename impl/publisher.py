@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -128,13 +128,22 @@ class _Stop:
     proposal: Cut | None = None
 
 
+#: The merge rule an attempt applies (:func:`~fencepost.impl.merge.merge`, docs/semantics.md
+#: section 4); a parameter only so that a known bug can be planted without copying this file.
+MergeRule = Callable[[Membership, Sequence[Checkpoint]], Cut | Withheld]
+
+
 def decide(
     record: PublicationRecord,
     membership: Membership,
     checkpoints: Sequence[Checkpoint],
     policy: Policy,
+    merge_rule: MergeRule = merge,
 ) -> _Propose | _Stop:
-    """The pure core of an attempt: what to write, or why to stop, given fresh reads."""
+    """The pure core of an attempt: what to write, or why to stop, given fresh reads.
+
+    Cost: one merge, O(P log P) in the P members of the membership.
+    """
     if membership.epoch < record.epoch:
         return _Stop(
             Outcome.WITHHELD,
@@ -142,7 +151,7 @@ def decide(
             f"the record is at epoch {record.epoch} but the current membership read is epoch "
             f"{membership.epoch}; a claim for an older epoch is never written",
         )
-    merged = merge(membership, checkpoints)
+    merged = merge_rule(membership, checkpoints)
     if isinstance(merged, Withheld):
         return _Stop(Outcome.WITHHELD, merged.reason, merged.detail)
     order = membership.order_of(next(iter(sorted(membership.partitions))))

@@ -167,7 +167,7 @@ from fencepost.model.state import (
 from fencepost.model.state import Checkpoint as MCheckpoint
 from fencepost.model.state import Publisher as MPublisher
 from fencepost.model.state import Reader as MReader
-from fencepost.mutants.impl_catalog import IMPL_MUTANTS, ImplMutant
+from fencepost.mutants import CATALOG, Variant
 from fencepost.properties.lockstep import (
     GATED_PROVIDER,
     GATED_STORE,
@@ -508,7 +508,7 @@ class RefinementMachine(RuleBasedStateMachine):
     """
 
     backend: ClassVar[StoreBackend]
-    mutant: ClassVar[ImplMutant | None] = None
+    mutant: ClassVar[Variant | None] = None
     stats: ClassVar[RunStats]
 
     def __init__(self) -> None:
@@ -1683,7 +1683,7 @@ class RefinementMachine(RuleBasedStateMachine):
 def refinement_machine(
     backend: StoreBackend,
     *,
-    mutant: ImplMutant | None = None,
+    mutant: Variant | None = None,
     stats: RunStats | None = None,
 ) -> type[RefinementMachine]:
     """A :class:`RefinementMachine` class over ``backend``, with ``mutant`` planted if given."""
@@ -1908,7 +1908,7 @@ def run_refinement(
 
     ``examples`` Hypothesis examples of at most ``steps`` rules each; ``seed``
     None derandomizes (the same examples every run, for CI), an int seeds the
-    search. ``mutant`` plants one of :data:`IMPL_MUTANTS` into the
+    search. ``mutant`` plants one entry of :data:`fencepost.mutants.CATALOG` into the
     implementation (the run should then fail). ``database_url`` is the
     PostgreSQL URL (default ``$FENCEPOST_DATABASE_URL``).
     """
@@ -1919,11 +1919,10 @@ def run_refinement(
         raise ValueError(f"seed must be an integer or None, got {seed!r}")
     planted = None
     if mutant is not None:
-        if mutant not in IMPL_MUTANTS:
-            raise ValueError(
-                f"unknown mutant {mutant!r}; choose one of {', '.join(sorted(IMPL_MUTANTS))}"
-            )
-        planted = IMPL_MUTANTS[mutant]
+        workers = sorted(n for n, v in CATALOG.items() if v.changes_workers)
+        if mutant not in workers:
+            raise ValueError(f"unknown mutant {mutant!r}; choose one of {', '.join(workers)}")
+        planted = CATALOG[mutant]
     stats = RunStats()
     with open_backend(backend, database_url) as store_backend:
         machine = refinement_machine(store_backend, mutant=planted, stats=stats)

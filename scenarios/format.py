@@ -39,6 +39,7 @@ from types import MappingProxyType
 from fencepost.inputs.tomllines import LineIndex, Path, format_path, index_lines
 from fencepost.judge.merge import WithheldReason
 from fencepost.judge.values import NOTHING, BadValue, Coordinate, Cut, Endpoint, Membership, Order
+from fencepost.mutants import CATALOG
 
 # ---------------------------------------------------------------------------
 # Vocabulary
@@ -59,23 +60,9 @@ PROPERTIES: tuple[str, ...] = (
 #: harness's two extra judgements of a SUT's claims and outcomes.
 RULE_NAMES: tuple[str, ...] = (*PROPERTIES, "certified_support", "honest_outcome")
 
-#: Known bugs a ``-bad`` scenario can run as its ``variant``; each runner maps the
-#: name to its own broken variant (a model mutant, an implementation subclass, a
-#: harness mutant SUT). The same names as the model's and the harness's catalogs.
-VARIANTS: dict[str, str] = {
-    "relabel": "publishes through x where the minimum is before x (the coordinates matched)",
-    "skip-missing": "skips members without a checkpoint instead of withholding",
-    "blind-success": "reports published when the write's response was lost",
-    "confirm-revision": "after a lost write, reads a moved revision as proof the claim is present",
-    "stale-cut-retry": "retries a conflicting write with its old cut, without recomputing",
-    "epoch-blind": "reads every checkpoint as the current epoch's",
-    "provisional-ok": "trusts provisional checkpoints and non-final claims as final",
-    "scope-blind": "accepts checkpoints certified for another query scope",
-    "overwrite": "a checkpoint write that lost its generation race overwrites the newer one",
-    "cutover-regress": "moves the record to a new epoch with a lower cut under monotone",
-    "fence-blind": "after a lost response shows a newer epoch, retries in the old epoch",
-    "max-observed": "certifies the greatest event observed instead of the provider's claim",
-}
+#: Known bugs a ``-bad`` scenario can run as its ``variant``: the one catalog's names
+#: (:data:`fencepost.mutants.CATALOG`; the model's mutants carry the same names).
+VARIANTS: Mapping[str, str] = {name: v.bug for name, v in CATALOG.items()}
 
 TARGETS: tuple[str, ...] = ("model", "impl", "sut")
 

@@ -364,11 +364,11 @@ class SutDriver:
 
 def in_process_factory(variant: str | None) -> SutFactory:
     """fencepost's own SUT in-process; for a ``-bad`` scenario, the harness's mutant of it."""
-    from fencepost.mutants.sut_catalog import CATALOG, variant_of
+    from fencepost.mutants import CATALOG
     from fencepost.sut.adapter import InProcessSut
 
     if variant is None:
         return InProcessSut()
     if variant not in CATALOG:
         raise Unsupported(f"the harness's mutant catalog has no {variant!r}")
-    return InProcessSut(variant_of(variant))
+    return InProcessSut(CATALOG[variant])

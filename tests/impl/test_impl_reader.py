@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from fencepost.impl.errors import InvalidValue
 from fencepost.impl.faults import FaultKind, FaultyStore
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.provider import Claim, Event, Page, ProviderTimeout
+from fencepost.impl.provider import Claim, Event, Page, Provider, ProviderTimeout
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, Membership
 from fencepost.impl.simulated import SimulatedSource
@@ -27,7 +27,7 @@ class Script:
     """A provider serving fixed pages by token; remembers the tokens asked for."""
 
     def __init__(
-        self, pages: dict[str | None, Page], before: Callable[[str | None], None] | None = None
+        self, pages: Mapping[Any, Page], before: Callable[[str | None], None] | None = None
     ) -> None:
         self.pages = pages
         self.asked: list[str | None] = []
@@ -238,7 +238,7 @@ def test_outcomes_that_stay_unrecorded_stop_the_pass_before_certifying() -> None
 
 
 class Flaky(Script):
-    def __init__(self, pages: dict[str | None, Page], failures: int) -> None:
+    def __init__(self, pages: Mapping[Any, Page], failures: int) -> None:
         super().__init__(pages)
         self.failures = failures
 
@@ -298,7 +298,7 @@ class TrustsNonFinalClaims(PartitionReader):
 
     def run_pass(self, max_pages: int | None = None) -> Cut:
         class Finalising:
-            def __init__(self, inner: Any) -> None:
+            def __init__(self, inner: Provider) -> None:
                 self.inner = inner
 
             def fetch_page(self, partition: str, token: str | None) -> Page:

@@ -28,7 +28,7 @@ from fencepost.judge import values as jv
 from fencepost.model import cuts as model_cuts
 from fencepost.properties.proofs import CutValue, OrderKind, decide_cut_order
 
-ORDERS = {
+ORDERS: dict[str, tuple[jv.Order, impl_orders.Order]] = {
     "offsets": (jv.Order.integer("offsets", True), impl_orders.IntegerOrder("offsets", True)),
     "millis": (jv.Order.integer("millis", False), impl_orders.IntegerOrder("millis", False)),
     "keys": (jv.Order.string("keys"), impl_orders.StringOrder("keys")),
@@ -39,7 +39,9 @@ Z3_KIND = {
     "keys": OrderKind.STRING,
 }
 
-INTS = st.one_of(st.integers(-3, 8), st.sampled_from([10**40, 10**40 + 1, -(10**40)]))
+INTS: st.SearchStrategy[int] = st.one_of(
+    st.integers(-3, 8), st.sampled_from([10**40, 10**40 + 1, -(10**40)])
+)
 STRINGS = st.one_of(
     st.sampled_from(["", "a", "a\x00", "ab", "b", "\uffee", "\U0001f600", "\U0001f600\x00"]),
     st.text(alphabet="ab\x00\uffee\U0001f600", max_size=3),
@@ -49,7 +51,7 @@ STRINGS = st.one_of(
 @st.composite
 def cut_pairs(draw: st.DrawFn) -> tuple[str, jv.Cut, jv.Cut]:
     name = draw(st.sampled_from(sorted(ORDERS)))
-    pool = STRINGS if name == "keys" else INTS
+    pool: st.SearchStrategy[int | str] = STRINGS if name == "keys" else INTS
 
     def one(near: jv.Cut | None) -> jv.Cut:
         if draw(st.integers(0, 9)) == 0:
@@ -162,12 +164,13 @@ def merge_cases(
         partitions[members[-1]] = other.name
     membership = jv.Membership(2, "q1", partitions, {order.name: order, other.name: other})
     checkpoints = []
-    pool = STRINGS if name == "keys" else INTS
+    pool: st.SearchStrategy[int | str] = STRINGS if name == "keys" else INTS
     for m in members:
         if draw(st.integers(0, 8)) == 0:
             continue
         o = membership.order_of(m)
-        at = draw(STRINGS if o.kind == "string" else INTS) if o is not order else draw(pool)
+        mine: st.SearchStrategy[int | str] = STRINGS if o.kind == "string" else INTS
+        at = draw(mine) if o is not order else draw(pool)
         kind = draw(st.sampled_from(["before", "through", "nothing"]))
         cut = jv.NOTHING if kind == "nothing" else jv.Cut(jv.Endpoint(kind), at)
         checkpoints.append(
