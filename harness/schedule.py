@@ -8,6 +8,10 @@ misconfigures a checkpoint). A step that is not possible when its turn comes
 (answering a worker with no call pending, a lost response to a read that must
 be a write) is skipped, so any sub-sequence of a schedule is again a schedule:
 that is what lets the shrinker delete steps freely.
+
+The harness's scheduler drives processes through the protocol, whatever their
+language; fencepost's Python objects on real stores are driven by the lockstep
+scheduler (:mod:`fencepost.properties.lockstep`, which says why the two stay two).
 """
 
 from __future__ import annotations

@@ -20,6 +20,19 @@ Guarantees, which make runs reproducible call for call:
   in program order, before it takes effect;
 - a worker that never calls back within :data:`TIMEOUT` seconds is reported as
   hung (a :class:`LockstepError`), never waited on forever.
+
+This is the one scheduler that drives fencepost's *Python objects* call by call:
+the refinement check (:mod:`fencepost.properties.refinement`) and the scenario
+runner on the implementation (:mod:`fencepost.scenarios.impl_runner`) both use
+it. The conformance harness has a scheduler of its own
+(:mod:`fencepost.harness.schedule`, :mod:`fencepost.harness.runner`), and the
+two cannot be one: the harness drives *processes* in any language through the
+JSON-lines protocol, with the stores played by the judge side, and it must not
+import the implementation (the judge never borrows from the judged); this one
+runs the production classes on real stores (memory, SQLite, PostgreSQL) so that
+their durable state can be compared with the model's. fencepost's own
+implementation is also driven through the harness's scheduler, over the wire
+(``fencepost sut``), like any other implementation.
 """
 
 from __future__ import annotations

@@ -60,7 +60,15 @@ from fencepost.scenarios.convert import (
     to_judge_membership,
     to_judge_record,
 )
-from fencepost.scenarios.format import (
+from fencepost.scenarios.impl_world import OUTCOME_TEXT, ImplWorld, PageDef
+from fencepost.scenarios.outcome import (
+    AttemptSeen,
+    Breach,
+    Observed,
+    RecordSeen,
+    ScenarioRuntimeError,
+)
+from fencepost.scenarios.spec import (
     Certify,
     Crash,
     Finalize,
@@ -74,14 +82,6 @@ from fencepost.scenarios.format import (
     Serve,
     Step,
     format_cut,
-)
-from fencepost.scenarios.impl_world import OUTCOME_TEXT, ImplWorld, PageDef
-from fencepost.scenarios.outcome import (
-    AttemptSeen,
-    Breach,
-    Observed,
-    RecordSeen,
-    ScenarioRuntimeError,
 )
 
 BACKENDS: tuple[str, ...] = ("memory", "sqlite")

@@ -62,8 +62,12 @@ from fencepost.scenarios.convert import (
     to_judge_cut,
     to_judge_record,
 )
-from fencepost.scenarios.format import Scenario, Step, format_cut
 from fencepost.scenarios.outcome import Breach, ScenarioRuntimeError
+from fencepost.scenarios.spec import (
+    Scenario,
+    Step,
+    format_cut,
+)
 
 #: The terminal outcome every event handed to a reader gets (and the environment records).
 OUTCOME_TEXT = "processed"

@@ -52,7 +52,15 @@ from fencepost.model.state import (
     Action,
     State,
 )
-from fencepost.scenarios.format import (
+from fencepost.scenarios.outcome import (
+    AttemptSeen,
+    Breach,
+    Observed,
+    RecordSeen,
+    ScenarioRuntimeError,
+    Unsupported,
+)
+from fencepost.scenarios.spec import (
     Certify,
     Crash,
     EventDef,
@@ -67,14 +75,6 @@ from fencepost.scenarios.format import (
     Serve,
     Step,
     format_cut,
-)
-from fencepost.scenarios.outcome import (
-    AttemptSeen,
-    Breach,
-    Observed,
-    RecordSeen,
-    ScenarioRuntimeError,
-    Unsupported,
 )
 
 #: The model's invariant names as the scenario library names the properties.

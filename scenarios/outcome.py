@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fencepost.judge.values import Cut
-from fencepost.scenarios.format import (
+from fencepost.scenarios.spec import (
     Broken,
     Expectations,
     Scenario,

@@ -44,7 +44,16 @@ from fencepost.harness.world import (
     WorldSetup,
 )
 from fencepost.judge.values import Cut, Order
-from fencepost.scenarios.format import (
+from fencepost.scenarios.outcome import (
+    STOPPED,
+    AttemptSeen,
+    Breach,
+    Observed,
+    RecordSeen,
+    ScenarioRuntimeError,
+    Unsupported,
+)
+from fencepost.scenarios.spec import (
     Certify,
     Crash,
     Finalize,
@@ -58,15 +67,6 @@ from fencepost.scenarios.format import (
     Serve,
     Step,
     format_cut,
-)
-from fencepost.scenarios.outcome import (
-    STOPPED,
-    AttemptSeen,
-    Breach,
-    Observed,
-    RecordSeen,
-    ScenarioRuntimeError,
-    Unsupported,
 )
 
 #: What the scenario format can say that the harness (protocol 1) cannot.

@@ -127,7 +127,9 @@ def command(
 
     Exit 0 when none failed, 1 when any failed, 2 on usage or validation errors.
     """
-    from fencepost.scenarios.format import FORMAT_HELP
+    from fencepost.scenarios.format import (
+        FORMAT_HELP,
+    )
     from fencepost.scenarios.library import RunOptions, load, run_all
 
     if format_help:

@@ -13,7 +13,10 @@ import dataclasses
 import pytest
 
 from fencepost.mutants import CATALOG, CORRECT
-from fencepost.scenarios.format import load_shipped, load_text
+from fencepost.scenarios.format import (
+    load_shipped,
+    load_text,
+)
 from fencepost.scenarios.impl_runner import ImplDriver
 from fencepost.scenarios.library import RunOptions, run_one
 from fencepost.scenarios.model_runner import ModelDriver
@@ -67,7 +70,9 @@ def test_the_harness_mutant_sut_fails_an_ok_scenario() -> None:
 
 
 def _bad_names() -> list[str]:
-    from fencepost.scenarios.format import shipped_names
+    from fencepost.scenarios.format import (
+        shipped_names,
+    )
 
     return [n for n in shipped_names() if n.endswith("-bad")]
 
@@ -84,7 +89,9 @@ def test_bad_scenarios_are_not_caught_on_the_correct_implementation(name: str) -
 @pytest.mark.parametrize("variant", sorted(n for n, v in CATALOG.items() if v.changes_workers))
 def test_every_impl_variant_breaks_a_property_in_some_shipped_schedule(variant: str) -> None:
     """Every known bug of the catalog is caught by the oracle on some schedule of the library."""
-    from fencepost.scenarios.format import shipped_names
+    from fencepost.scenarios.format import (
+        shipped_names,
+    )
 
     caught = []
     for name in shipped_names():
