@@ -7,6 +7,7 @@ Each :class:`Base` is built to reach situations where implementations go wrong
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,9 +16,11 @@ from fencepost.harness.schedule import (
     Action,
     Advance,
     Answer,
+    Certify,
     Crash,
     Finalize,
     Ingest,
+    Inject,
     Publish,
     Reshard,
 )
@@ -28,8 +31,13 @@ from fencepost.harness.world import (
     PartitionSetup,
     WorldSetup,
 )
+from fencepost.judge.values import Cut
 
 # --- exhaustive -----------------------------------------------------------------------------
+
+#: Lost responses in a row that the bases give one request to spend a retry budget: a SUT
+#: that retries more often than this is not shown giving up (docs/conformance.md).
+PERSISTENT_LOSSES = 16
 
 
 def _events(partition: str, *positions: int) -> tuple[EventSpec, ...]:
@@ -216,7 +224,115 @@ _MILLIS_PUBLISHER_BASE: tuple[Action, ...] = (
     Publish("w2"),
     *_answers("w2", 4),  # reset policy: the record moves to epoch 2 with a lower cut
     Publish("w1"),
-    *(Answer("w1", "lost") for _ in range(5)),  # persistent loss: a retry budget is spent
+    # Persistent loss: every call of the attempt loses its response, up to
+    # PERSISTENT_LOSSES of them, so any SUT whose retry budget is smaller gives up.
+    *(Answer("w1", "lost") for _ in range(PERSISTENT_LOSSES)),
+)
+
+#: Both endpoint kinds at one coordinate in either partition order, and every withheld
+#: reason in the documented order (docs/semantics.md section 4). Dense integers: A's one
+#: event at 5, B's two events at 5, in both epochs. A certifies ``through 5`` and B only
+#: ``before 5`` (one of its events at 5 has no outcome yet): the merge is ``before 5``,
+#: whichever member comes first (a minimum that keeps the endpoint kind it met first
+#: publishes ``through 5``). After the reshard, A's old checkpoint is misfiled into
+#: epoch 2 while B's is of another scope: two reasons at once, and ``epoch_mismatch``
+#: comes first. Then a provisional checkpoint, then a missing one beside a wrong scope
+#: (``missing_checkpoint`` comes first), then the cutover once both members certify.
+_REASONS_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1, (PartitionSetup("A", _events("A", 5)), PartitionSetup("B", _events("B", 5, 5)))
+        ),
+        EpochSetup(
+            2, (PartitionSetup("A", _events("A", 5)), PartitionSetup("B", _events("B", 5, 5)))
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_REASONS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.before(5)),
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes before 5, not through 5
+    Reshard(),
+    Inject("A", "wrong_epoch"),  # A's epoch 1 checkpoint read as epoch 2's
+    Inject("B", "wrong_scope"),
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld epoch_mismatch (checked before scope_mismatch)
+    Certify("B", Cut.before(5)),
+    Inject("A", "provisional"),
+    Publish("w1"),
+    *_answers("w1", 3),  # withheld unsupported_finality
+    Inject("B", "wrong_scope"),
+    Inject("A", "missing"),
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld missing_checkpoint (checked before scope_mismatch)
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.through(5)),
+    Publish("w1"),
+    *_answers("w1", 4),  # the cutover: (epoch 2, through 5) is ahead of before 5
+)
+
+#: Integers no 64-bit or floating-point number holds (docs/conformance-protocol.md,
+#: "Values": integers of any size). Dense integers, so neighbouring coordinates are
+#: different claims: A's events at N = 2^53, N+5 and 2^63+1; B's two events at N+1 and
+#: one at 10^40. As JavaScript numbers N and N+1 are one value, so ``through N`` and
+#: ``before N+1`` (B's first certified cut: one of its two events at N+1 is not done)
+#: compare as ``through x`` against ``before x``, and the minimum comes out as the
+#: claim nobody certified; 2^63+1 and 10^40 do not fit a 64-bit integer at all. A SUT
+#: that declares a range (``hello_ok.integers``) gets this world moved inside it
+#: (:meth:`Base.within`).
+_WIDE = 2**53
+_WIDE_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", _WIDE, _WIDE + 5, 2**63 + 1)),
+                PartitionSetup("B", _events("B", _WIDE + 1, _WIDE + 1, 10**40)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_WIDE_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through 2^53
+    Advance("B"),  # B before 2^53+1
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 2^53, the smaller of the two
+    Advance("A"),  # A through 2^53+5
+    Advance("B"),  # B through 2^53+1
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through 2^53+1
+    Advance("A"),  # A through 2^63+1
+    Advance("B"),  # B through 10^40
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 2^63+1
+)
+
+#: The checkpointer with a retry budget spent: every response of r1's pass after its
+#: records is lost (its write, its rereads), up to PERSISTENT_LOSSES of them. An honest
+#: pass ends reporting what the store was last seen to hold, never the cut it failed
+#: to write.
+_BUDGET_CHECKPOINTER = WorldSetup(
+    order=OFFSETS,
+    epochs=(EpochSetup(1, (PartitionSetup("A", _events("A", 1, 2)),)),),
+    readers=("r1", "r2"),
+    page_size=2,
+)
+
+_BUDGET_CHECKPOINTER_BASE: tuple[Action, ...] = (
+    Ingest("r1", "A"),
+    *_answers("r1", 4),  # r1 read nothing, fetched [A1, A2], recorded both; write pending
+    *(Answer("r1", "lost") for _ in range(PERSISTENT_LOSSES)),
+    Ingest("r2", "A"),
+    *_answers("r2", 5),  # r2 certifies through 2 after r1 gave up
 )
 
 #: A crash between two calls: w1 dies after reading the record (its process is killed
@@ -300,6 +416,49 @@ class Base:
     #: What the base is built to exercise, in words (reports and docs).
     about: str = ""
 
+    def within(self, limits: tuple[int, int] | None) -> Base:
+        """The base with every integer coordinate moved inside ``limits`` (a range a SUT
+        declared in ``hello_ok.integers``; None: any size, the base as written).
+
+        Coordinates already inside stay; those outside are moved, in order, to the top
+        of the range two apart (dense orders keep a gap between neighbours), so the
+        world keeps its shape: the same events at the same relative positions.
+        """
+        if limits is None:
+            return self
+        low, high = limits
+        outside = sorted(
+            {
+                at
+                for epoch in self.setup.epochs
+                for part in epoch.partitions
+                for at in (*(ev.at for ev in part.events), part.end)
+                if isinstance(at, int) and not low <= at <= high
+            }
+        )
+        if not outside:
+            return self
+        moved = {at: high - 2 * (len(outside) - i) for i, at in enumerate(outside)}
+
+        def place(at: object) -> object:
+            return moved.get(at, at) if isinstance(at, int) else at
+
+        epochs = tuple(
+            EpochSetup(
+                epoch.epoch,
+                tuple(
+                    dataclasses.replace(
+                        part,
+                        events=tuple(EventSpec(ev.id, place(ev.at)) for ev in part.events),  # type: ignore[arg-type]
+                        end=place(part.end),  # type: ignore[arg-type]
+                    )
+                    for part in epoch.partitions
+                ),
+            )
+            for epoch in self.setup.epochs
+        )
+        return dataclasses.replace(self, setup=dataclasses.replace(self.setup, epochs=epochs))
+
 
 #: Every scripted base by name, in the order the default budget runs them.
 BASES: dict[str, Base] = {
@@ -320,6 +479,21 @@ BASES: dict[str, Base] = {
             "dense integers: both endpoint kinds at one coordinate, a manufactured successor, "
             "an epoch change between a lost write and its reread, the reset policy, a retry "
             "budget spent",
+        ),
+        Base(
+            "publisher-reasons",
+            "publisher",
+            _REASONS_PUBLISHER,
+            _REASONS_PUBLISHER_BASE,
+            "both endpoint kinds at one coordinate in either partition order, and every "
+            "withheld reason with two reasons at once (the documented order decides)",
+        ),
+        Base(
+            "publisher-wide",
+            "publisher",
+            _WIDE_PUBLISHER,
+            _WIDE_PUBLISHER_BASE,
+            "integers beyond 2^53 and 2^63 (moved inside a declared range)",
         ),
         Base(
             "publisher-crash",
@@ -348,6 +522,13 @@ BASES: dict[str, Base] = {
             _KEYS_CHECKPOINTER,
             _KEYS_CHECKPOINTER_BASE,
             "strings above U+FFFF: a late write reread against a newer checkpoint",
+        ),
+        Base(
+            "checkpointer-budget",
+            "checkpointer",
+            _BUDGET_CHECKPOINTER,
+            _BUDGET_CHECKPOINTER_BASE,
+            "a retry budget spent on a lost checkpoint write and its rereads",
         ),
         Base(
             "composed-offsets",

@@ -321,7 +321,10 @@ def run_case(
         return run_algebra(factory, cases, timeout=options.timeout)
     if seed < 0:
         setup, schedule = exhaustive_schedule(
-            factory, ExhaustiveCase.from_seed(seed), timeout=options.timeout
+            factory,
+            ExhaustiveCase.from_seed(seed),
+            timeout=options.timeout,
+            limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
     return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
@@ -406,7 +409,11 @@ class _Phases:
         started = time.monotonic()
         messages = runs = 0
         for case, result in exhaustive(
-            factory, base, self.options.depth, timeout=self.options.timeout
+            factory,
+            base,
+            self.options.depth,
+            timeout=self.options.timeout,
+            limits=_limits(self.integers),
         ):
             runs += 1
             messages += result.messages
