@@ -27,14 +27,13 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from urllib.parse import unquote
 
 import click
 import psycopg
 from psycopg import sql
 
 from fencepost.impl.cuts import Cut
-from fencepost.impl.postgres import PostgresStore, quote_ident, redact
+from fencepost.impl.postgres import PostgresStore, quote_ident, redact, split_schema
 from fencepost.impl.providers.outbox_load import (
     Figures,
     LateCommit,
@@ -83,22 +82,6 @@ class _Out:
 
 def _cut_json(cut: Cut) -> object:
     return None if cut.is_nothing else {"at": cut.at, "kind": cut.endpoint.value}
-
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """``url`` without its ``fencepost_schema`` parameter, and that parameter's value."""
-    base, sep, query = url.partition("?")
-    if not sep:
-        return url, None
-    schema = None
-    kept = []
-    for part in query.split("&"):
-        key, _, value = part.partition("=")
-        if key == "fencepost_schema":
-            schema = unquote(value)
-        elif part:
-            kept.append(part)
-    return base + ("?" + "&".join(kept) if kept else ""), schema
 
 
 @contextmanager
