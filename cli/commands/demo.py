@@ -67,7 +67,13 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     show_default=True,
     help="Events per partition.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="The simulated source's seed.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="The seed of the simulated source, or of the outbox writers.",
+)
 @click.option(
     "--interval",
     type=click.FloatRange(0, 60),
