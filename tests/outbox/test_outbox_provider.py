@@ -26,7 +26,7 @@ from outbox_support import (
     rows_in,
     uncovered,
 )
-from pg_server import RestartablePostgres
+from pg_server import RestartablePostgres, drop_schema
 from psycopg import sql
 
 from fencepost.impl.cuts import Cut
@@ -47,6 +47,15 @@ from fencepost.impl.reader import PartitionReader
 pytestmark = pytest.mark.postgres
 
 STREAM = "outbox"
+
+
+@pytest.fixture
+def scratch(pg_dsn: str) -> Iterator[list[str]]:
+    """Schemas a test makes on the shared server; dropped when it ends."""
+    made: list[str] = []
+    yield made
+    for schema in made:
+        drop_schema(pg_dsn, schema)
 
 
 @pytest.fixture(scope="module")
@@ -246,8 +255,9 @@ def test_teeth_a_claim_from_a_later_snapshot_overstates(private_pg: str) -> None
 # --- start-up checks and failures --------------------------------------------------------
 
 
-def plain_table(dsn: str, columns: str) -> str:
+def plain_table(dsn: str, columns: str, made: list[str]) -> str:
     schema = f"ob_{uuid.uuid4().hex[:10]}"
+    made.append(schema)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         conn.execute(
@@ -268,28 +278,28 @@ def plain_table(dsn: str, columns: str) -> str:
     ],
 )
 def test_a_table_that_cannot_carry_the_claim_is_refused(
-    pg_dsn: str, columns: str, problem: str
+    pg_dsn: str, scratch: list[str], columns: str, problem: str
 ) -> None:
-    table = plain_table(pg_dsn, columns)
+    table = plain_table(pg_dsn, columns, scratch)
     with pytest.raises(OutboxError, match=re.escape(problem)):
         PostgresOutbox(pg_dsn, [table], columns=["payload"])
 
 
-def test_missing_relations_and_bad_urls_are_named(pg_dsn: str) -> None:
+def test_missing_relations_and_bad_urls_are_named(pg_dsn: str, scratch: list[str]) -> None:
     with pytest.raises(OutboxError, match=r"'nowhere\.nothing' does not exist"):
         PostgresOutbox(pg_dsn, ["nowhere.nothing"])
     with pytest.raises(OutboxError, match=r"cannot connect to .*port=1"):
         PostgresOutbox("postgresql://postgres@127.0.0.1:1/x", ["t"], connect_timeout=2)
     with pytest.raises(OutboxError, match="not a partitioned table"):
-        PostgresOutbox.partitions_of(pg_dsn, plain_table(pg_dsn, "id bigint"))
+        PostgresOutbox.partitions_of(pg_dsn, plain_table(pg_dsn, "id bigint", scratch))
     with pytest.raises(ValueError, match="page_size"):
         PostgresOutbox(pg_dsn, ["t"], page_size=0)
 
 
 def test_a_trigger_filled_column_is_accepted_on_request_and_unindexed_tables_warned(
-    pg_dsn: str, caplog: pytest.LogCaptureFixture
+    pg_dsn: str, scratch: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    table = plain_table(pg_dsn, "id bigint, xid xid8 NOT NULL")
+    table = plain_table(pg_dsn, "id bigint, xid xid8 NOT NULL", scratch)
     with pytest.raises(OutboxError, match="check_xid_default=False"):
         PostgresOutbox(pg_dsn, [table])
     with caplog.at_level(logging.WARNING, logger="fencepost.outbox"):
@@ -321,8 +331,11 @@ def test_row_level_security_that_hides_rows_is_refused(private_pg: str) -> None:
         PostgresOutbox(private_pg, [relation]).close()  # a superuser bypasses it
 
 
-def test_tokens_of_another_partition_or_history_are_refused(pg_dsn: str) -> None:
+def test_tokens_of_another_partition_or_history_are_refused(
+    pg_dsn: str, scratch: list[str]
+) -> None:
     layout = new_outbox(pg_dsn, partitions=2)
+    scratch.append(layout.schema)
     first, second = layout.relations
     outbox = PostgresOutbox(pg_dsn, layout.relations)
     with pytest.raises(InvalidValue, match="not a partition"):
@@ -335,8 +348,11 @@ def test_tokens_of_another_partition_or_history_are_refused(pg_dsn: str) -> None
     outbox.close()
 
 
-def test_a_dropped_connection_is_a_timeout_and_the_next_fetch_reconnects(pg_dsn: str) -> None:
+def test_a_dropped_connection_is_a_timeout_and_the_next_fetch_reconnects(
+    pg_dsn: str, scratch: list[str]
+) -> None:
     layout = new_outbox(pg_dsn)
+    scratch.append(layout.schema)
     partition, relation = only(layout.relations)
     outbox = PostgresOutbox(pg_dsn, layout.relations)
     assert outbox.fetch_page(partition, None).events == ()
