@@ -19,7 +19,7 @@ from fencepost import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("explore", "Exhaustively explore the protocol model within bounds."),
     "prove": ("prove", "Prove the cut-algebra theorems with Z3."),
-    "demo": ("demo", "Ingest a simulated paginated source into a store and publish."),
+    "demo": ("demo", "Ingest a simulated source or a real PostgreSQL outbox, and publish."),
     "sut": ("sut", "Speak the conformance protocol with fencepost's own implementation."),
     "conform": ("conform", "Test any implementation through the JSON-lines protocol."),
     "scenarios": ("scenarios", "Run the scenario library against model, impl or a SUT."),

@@ -1026,20 +1026,30 @@ def open_postgres(location: str) -> PostgresStore:
     A ``fencepost_schema`` query parameter names the schema (default
     ``fencepost``); everything else is passed to libpq unchanged.
     """
-    schema = DEFAULT_SCHEMA
     dsn = location
     if location.startswith("postgres://"):
         dsn = "postgresql://" + location[len("postgres://") :]
-    base, sep, query = dsn.partition("?")
-    if sep:
-        kept = []
-        for part in query.split("&"):
-            key, _, value = part.partition("=")
-            if key == "fencepost_schema":
-                from urllib.parse import unquote
+    dsn, schema = split_schema(dsn)
+    return PostgresStore(dsn, schema=schema or DEFAULT_SCHEMA)
 
-                schema = unquote(value)
-            elif part:
-                kept.append(part)
-        dsn = base + ("?" + "&".join(kept) if kept else "")
-    return PostgresStore(dsn, schema=schema)
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``fencepost_schema`` query parameter, and that parameter (or None).
+
+    libpq refuses parameters it does not know, so the schema is taken out
+    before the URL reaches it; every other parameter is kept as written.
+    """
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, None
+    schema = None
+    kept = []
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "fencepost_schema":
+            from urllib.parse import unquote
+
+            schema = unquote(value)
+        elif part:
+            kept.append(part)
+    return base + ("?" + "&".join(kept) if kept else ""), schema

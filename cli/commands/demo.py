@@ -67,7 +67,13 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     show_default=True,
     help="Events per partition.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="The simulated source's seed.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="The seed of the simulated source, or of the outbox writers.",
+)
 @click.option(
     "--interval",
     type=click.FloatRange(0, 60),
@@ -83,14 +89,88 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     help="Pages read per partition per round.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option(
+    "--source",
+    "source_kind",
+    type=click.Choice(["simulated", "postgres-outbox"]),
+    default="simulated",
+    show_default=True,
+    help="simulated: a seeded paginated source. postgres-outbox: writer processes on a real "
+    "PostgreSQL outbox, fencepost beside a naive poller (docs/outbox.md); --db is then a "
+    "postgresql:// URL, or omitted for an embedded throwaway server.",
+)
+@click.option(
+    "--writers",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="postgres-outbox: writer processes.",
+)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(0.1, 3600),
+    default=5.0,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value, "--seconds"),
+    help="postgres-outbox: how long the writers write.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["hash", "tables"]),
+    default="hash",
+    show_default=True,
+    help="postgres-outbox: one table hash-partitioned by id, or one table per partition.",
+)
+@click.option("--keep", is_flag=True, help="postgres-outbox: keep the demo's schema at the end.")
 def command(
-    db: str, partitions: int, events: int, seed: int, interval: float, pages: int, as_json: bool
+    db: str,
+    partitions: int,
+    events: int,
+    seed: int,
+    interval: float,
+    pages: int,
+    as_json: bool,
+    source_kind: str,
+    writers: int,
+    seconds: float,
+    layout: str,
+    keep: bool,
 ) -> None:
     """Ingest a simulated paginated source into a store and publish its frontier.
 
     Kill it at any moment and run it again with the same --db: it resumes from
     the durable state with no regression and no lost outcome.
+
+    With --source postgres-outbox: writer processes insert into an outbox on a
+    real PostgreSQL while fencepost's readers and publisher run beside a naive
+    poller; the rows each skipped are counted at the end.
     """
+    given = _given_options()
+    if source_kind == "postgres-outbox":
+        from fencepost.commands.outbox_demo import run
+
+        if "events" in given:
+            raise click.UsageError(
+                "--events applies to --source simulated; the outbox's rows come from "
+                "--writers and --seconds"
+            )
+        raise SystemExit(
+            run(
+                db if "db" in given else None,
+                partitions=partitions,
+                seed=seed,
+                interval=interval,
+                pages=pages,
+                as_json=as_json,
+                writers=writers,
+                seconds=seconds,
+                keep=keep,
+                layout=layout,
+            )
+        )
+    outbox_only = sorted({"writers", "seconds", "layout", "keep"} & given)
+    if outbox_only:
+        raise click.UsageError(f"--{outbox_only[0]} applies to --source postgres-outbox only")
     source = SimulatedSource(seed, partitions, events)
     membership = source.membership()
     try:
@@ -116,6 +196,24 @@ def command(
     finally:
         store.close()
     raise SystemExit(code)
+
+
+def _finite(value: float, name: str) -> float:
+    """A FloatRange lets NaN through (every comparison with it is false): refuse it."""
+    if value != value:
+        raise click.BadParameter("not a number; give seconds, e.g. 5", param_hint=name)
+    return value
+
+
+def _given_options() -> set[str]:
+    """The options the user gave (on the command line or from the environment)."""
+    ctx = click.get_current_context()
+    return {
+        name
+        for name in ctx.params
+        if name != "source_kind"
+        and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    }
 
 
 def _run(
