@@ -42,6 +42,8 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "scenarios": frozenset(
         {"model", "impl", "judge", "harness", "sut", "mutants", "inputs", "properties"}
     ),
+    # pure: neutral report data in, HTML or Markdown out
+    "reports": frozenset(),
     "": frozenset(
         {
             "model",
@@ -55,6 +57,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "review",
             "properties",
             "scenarios",
+            "reports",
         }
     ),
 }

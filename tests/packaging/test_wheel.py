@@ -38,7 +38,16 @@ def test_only_fencepost_at_the_top_of_site_packages(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"fencepost"}
-    for sub in ("model", "impl", "properties", "scenarios", "commands"):
+    for sub in (
+        "model",
+        "impl",
+        "properties",
+        "scenarios",
+        "commands",
+        "views",
+        "reports",
+        "testing",
+    ):
         assert f"fencepost/{sub}/__init__.py" in names, sub
     assert "fencepost/py.typed" in names
 
@@ -52,12 +61,14 @@ def test_every_source_file_is_shipped(wheel: Path) -> None:
         "properties": "fencepost/properties",
         "scenarios": "fencepost/scenarios",
         "contracts": "fencepost/contracts",
+        "reports": "fencepost/reports",
         "fencepost": "fencepost",
+        "cli": "fencepost",
     }
     missing = []
     for folder, target in mapping.items():
         for path in (ROOT / folder).rglob("*"):
-            if path.suffix not in {".py", ".toml"} or "__pycache__" in path.parts:
+            if path.suffix not in {".py", ".toml", ".css", ".js"} or "__pycache__" in path.parts:
                 continue
             shipped = f"{target}/{path.relative_to(ROOT / folder).as_posix()}"
             if shipped not in names:
@@ -70,3 +81,4 @@ def test_installed_package_reads_its_data_through_importlib_resources() -> None:
 
     assert files("fencepost.scenarios").is_dir()
     assert files("fencepost.contracts").is_dir()
+    assert "figure.timeline" in files("fencepost.reports").joinpath("page.js").read_text()
