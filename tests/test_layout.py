@@ -44,6 +44,8 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     ),
     # pure: neutral report data in, HTML or Markdown out
     "reports": frozenset(),
+    # the pytest plugin and Hypothesis strategies: judge-side, never the implementation
+    "testing": frozenset({"judge", "harness", "inputs", "reports"}),
     "": frozenset(
         {
             "model",
@@ -58,12 +60,13 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "properties",
             "scenarios",
             "reports",
+            "testing",
         }
     ),
 }
 
 #: Packages whose verdicts must not rest on the implementation they judge.
-JUDGE_SIDE = ("judge", "harness")
+JUDGE_SIDE = ("judge", "harness", "testing")
 
 #: What the judged side may take from the harness: the in-process transport only.
 SUT_MAY_USE = frozenset({"fencepost.harness.transport", "fencepost.harness.protocol"})

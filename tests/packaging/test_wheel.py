@@ -62,6 +62,7 @@ def test_every_source_file_is_shipped(wheel: Path) -> None:
         "scenarios": "fencepost/scenarios",
         "contracts": "fencepost/contracts",
         "reports": "fencepost/reports",
+        "testing": "fencepost/testing",
         "fencepost": "fencepost",
         "cli": "fencepost",
     }
@@ -82,3 +83,11 @@ def test_installed_package_reads_its_data_through_importlib_resources() -> None:
     assert files("fencepost.scenarios").is_dir()
     assert files("fencepost.contracts").is_dir()
     assert "figure.timeline" in files("fencepost.reports").joinpath("page.js").read_text()
+
+
+def test_the_pytest_plugin_is_registered(wheel: Path) -> None:
+    """``pip install fencepost`` makes ``pytest --fencepost-sut`` available (pytest11)."""
+    archive = zipfile.ZipFile(wheel)
+    (entry_points,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    text = archive.read(entry_points).decode()
+    assert "[pytest11]\nfencepost = fencepost.testing.plugin" in text
