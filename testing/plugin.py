@@ -203,9 +203,10 @@ class ConformPhase(pytest.Item):
                 self.user_properties.append(("rule", failure.violation.rule.value))
             raise ConformanceFailure(describe_failures(report, shlex.join(self.argv)))
         if not ran:
+            missing = sorted(self.options.levels - set(report.declared))
             why = report.problem or (
-                f"the SUT implements {', '.join(report.declared) or 'no level'}; this phase "
-                "needs another"
+                f"the SUT declares {', '.join(report.declared) or 'no level'}; this phase "
+                f"needs a level it does not declare ({', '.join(missing)})"
             )
             pytest.skip(why)
 

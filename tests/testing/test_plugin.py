@@ -145,3 +145,28 @@ def test_the_fixture_runs_a_budget_inside_a_test(pytester: pytest.Pytester) -> N
             "  replay: fencepost conform --replay -2 -- *--mutant relabel",
         ]
     )
+
+
+def test_a_phase_of_a_level_the_sut_does_not_declare_is_skipped(project: pytest.Pytester) -> None:
+    code = (
+        "import sys; from fencepost.sut.adapter import Variant, serve_stdio; "
+        "sys.exit(serve_stdio(Variant(levels=('publisher',))))"
+    )
+    only_publisher = shlex.join([sys.executable, "-c", code])
+    result = project.runpytest(
+        "--fencepost-sut",
+        only_publisher,
+        "--fencepost-levels",
+        "publisher,checkpointer",
+        "--fencepost-schedules",
+        "0",
+        "--fencepost-depth",
+        "0",
+        "-k",
+        "checkpointer-keys or publisher-keys",
+        "-rs",
+    )
+    result.assert_outcomes(passed=1, skipped=1, deselected=7)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED * the SUT declares publisher; this phase needs a level it does not declare *"]
+    )
