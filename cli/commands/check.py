@@ -29,7 +29,7 @@ from rich.status import Status
 from rich.table import Table
 
 from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, PartResult, junit_xml, run_part
-from fencepost.views.output import check_output, wants_report, write_outputs
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 
 def _parse_only(values: tuple[str, ...]) -> list[str]:
@@ -82,16 +82,7 @@ def consoles() -> tuple[Console, Console]:
 @click.option(
     "--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML."
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a self-contained HTML report (coverage, counterexamples as timelines).",
-)
-@click.option(
-    "--summary-md",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).",
-)
+@report_options("coverage, counterexamples as timelines")
 @click.option("--list", "list_parts", is_flag=True, help="List the parts and exit.")
 def command(
     only: tuple[str, ...],

@@ -19,7 +19,7 @@ import click
 
 from fencepost.harness.protocol import LEVELS
 from fencepost.harness.rules import HarnessError
-from fencepost.views.output import check_output, wants_report, write_outputs
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -103,16 +103,7 @@ def _levels(value: str) -> frozenset[str]:
     help="Start fresh SUT processes for every run, even if the SUT can reset.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a self-contained HTML report: each failure drawn as a timeline.",
-)
-@click.option(
-    "--summary-md",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).",
-)
+@report_options("each failure drawn as a timeline")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
     levels: str,

@@ -30,7 +30,7 @@ from fencepost.model.explorer import (
     render_counterexample,
 )
 from fencepost.model.mutants import MUTANTS
-from fencepost.views.output import check_output, wants_report, write_outputs
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: Above this many states in total, --dot refuses to draw the whole graph.
 DOT_GRAPH_LIMIT = 3000
@@ -212,16 +212,7 @@ def _write_dot(path: Path, exploration: Exploration) -> str:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the counterexample (or, when none, the small reachable graph) as Graphviz DOT.",
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a self-contained HTML report: a counterexample drawn as a timeline.",
-)
-@click.option(
-    "--summary-md",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).",
-)
+@report_options("a counterexample drawn as a timeline")
 def command(
     part: str,
     mutant: str | None,

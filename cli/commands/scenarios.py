@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from fencepost.views.output import check_output, wants_report, write_outputs
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
@@ -112,16 +112,7 @@ def _junit(results: list[object]) -> str:
 @click.option(
     "-v", "--verbose", is_flag=True, help="Show every scenario's steps, not only failures'."
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a self-contained HTML report: each failing scenario drawn as a timeline.",
-)
-@click.option(
-    "--summary-md",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).",
-)
+@report_options("each failing scenario drawn as a timeline")
 def command(
     paths: tuple[Path, ...],
     target: str,

@@ -12,7 +12,9 @@ out after a long search that a page cannot be written would lose the result.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -20,6 +22,26 @@ from fencepost.reports import Report, render_html, render_markdown
 
 #: The variable GitHub Actions sets to the file its job summary is read from.
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def report_options(page: str) -> Callable[[F], F]:
+    """The ``--html FILE`` and ``--summary-md FILE`` options; ``page`` says what the page shows."""
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--summary-md",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set).",
+        )(function)
+        return click.option(
+            "--html",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help=f"Write a self-contained HTML report: {page}.",
+        )(function)
+
+    return decorate
 
 
 def check_output(path: Path | None, option: str) -> None:

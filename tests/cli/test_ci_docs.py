@@ -57,8 +57,9 @@ def test_the_hook_entry_gates_on_an_error_finding() -> None:
 
 def _workflow() -> str:
     text = (ROOT / "docs" / "ci.md").read_text()
-    (block,) = re.findall(r"```yaml\n(# \.github/workflows/.*?)```", text, re.DOTALL)
-    return block
+    blocks: list[str] = re.findall(r"```yaml\n(# \.github/workflows/.*?)```", text, re.DOTALL)
+    assert len(blocks) == 1
+    return blocks[0]
 
 
 def test_the_example_workflow_uses_real_options_and_fails_on_exit_1() -> None:
