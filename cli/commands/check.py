@@ -137,7 +137,8 @@ def command(
     if wants_report(html, summary_md):
         from fencepost.views.check import check_report
 
-        shown = shlex.join(["fencepost", "check", "--backend", backend, "--only", ",".join(names)])
+        chosen = ["--only", ",".join(names)] if only else []
+        shown = shlex.join(["fencepost", "check", "--backend", backend, *chosen])
         write_outputs(check_report(run, backend, shown), html, summary_md)
     verdict = "every part passed" if run.ok else "the gate FAILED"
     out.print(f"[bold]{verdict}[/]" if out.is_terminal else verdict)

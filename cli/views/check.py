@@ -1,7 +1,7 @@
 """A gate run (:class:`~fencepost.gate.GateRun`) as a report.
 
-The table of parts, then one section per part: failing parts with their details
-in words, and whatever a part handed over as data drawn in full: the
+The table of parts, then a section per failing part with its details in words,
+and a section for whatever a part handed over as data, drawn in full: the
 conformance run's phases, situation coverage and failure timelines, the model's
 exploration table and counterexample timelines, the failing scenarios'
 timelines. A passing gate thus still shows its figures and the situation coverage.
@@ -74,7 +74,7 @@ def part_sections(result: PartResult) -> list[Section]:
             Section(result.name, status, result.summary),
             *(result_section(r) for r in scenarios if not r.ok),
         ]
-    text: tuple[str, ...] = ()
-    if not result.ok:
-        text = tuple(line for detail in result.details for line in (*detail.splitlines(), ""))
+    if result.ok:
+        return []  # its row in the parts table says it all
+    text = tuple(line for detail in result.details for line in (*detail.splitlines(), ""))
     return [Section(result.name, status, result.summary, text=text)]

@@ -155,3 +155,44 @@ def test_scenarios_draw_a_failing_scenario(tmp_path: Path) -> None:
     assert 'data-lane="p1"' in page and "expectation record.cut" in page
     assert "mark-lost" in page  # its write_publication response is lost
     assert "| \u274c FAIL | model | materialize-12797-blind-success-wrongly-ok |" in md.read_text()
+
+
+def test_a_passing_gate_page_shows_the_figures_and_the_situation_coverage(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from fencepost.harness.conformance import ConformOptions, conform
+    from fencepost.harness.transport import SubprocessSut
+    from fencepost.model.config import default_config
+    from fencepost.model.explorer import explore
+
+    def conformance(options: GateOptions) -> PartResult:
+        factory = SubprocessSut([sys.executable, "-m", "fencepost", "sut"], prefetch=2)
+        try:
+            report = conform(
+                factory, ConformOptions(levels=frozenset({"publisher"}), schedules=0, depth=0)
+            )
+        finally:
+            factory.close()
+        return PartResult("conformance", report.ok, "conformant", evidence=(report,))
+
+    def exploring(options: GateOptions) -> PartResult:
+        result = explore(default_config("ingest"), keep_graph=False)
+        return PartResult("explore", True, "holds", evidence=(result,))
+
+    monkeypatch.setitem(gate.PARTS, "conformance", Part("conformance", "c", conformance))
+    monkeypatch.setitem(gate.PARTS, "explore", Part("explore", "e", exploring))
+    _parts(monkeypatch)
+    html, md = tmp_path / "c.html", tmp_path / "c.md"
+    args = ["check", "--only", "good,explore,conformance", "--html", str(html)]
+    result = CliRunner().invoke(main, [*args, "--summary-md", str(md)])
+    assert result.exit_code == 0, result.output
+    page = html.read_text()
+    assert "situation coverage" in page and "phases" in page and "parts explored" in page
+    assert "<figure" not in page
+    assert page.count("<h2>") == 2  # explore and conformance; good's row says it all
+    text = md.read_text()
+    typed = "fencepost check --backend sqlite --only good,explore,conformance"
+    assert f"- **command**: `{typed}`" in text
+    assert "**situation coverage" in text
