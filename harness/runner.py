@@ -41,6 +41,7 @@ from fencepost.harness.results import (
     RunResult,
     Snapshot,
     StepRecord,
+    StoredCheckpoint,
     TranscriptLine,
 )
 from fencepost.harness.rules import Rule, SutFailure, Violation
@@ -148,8 +149,12 @@ class Run(Conversation):
             checkpoints[partition] = world.stored(world.epoch, partition)
             truth = world.truth[(world.epoch, partition)]
             unfinal[partition] = tuple(ev.id for ev in truth.log[truth.final :])
+        stored = tuple(
+            StoredCheckpoint(key[0], s.checkpoint, s.injected)
+            for key, s in sorted(world.checkpoints.items())
+        )
         return Snapshot(
-            world.epoch, record, None if owner is None else owner[0], checkpoints, unfinal
+            world.epoch, record, None if owner is None else owner[0], checkpoints, unfinal, stored
         )
 
     # --- talking ------------------------------------------------------------------------
@@ -325,7 +330,8 @@ class Run(Conversation):
                 failure = SutFailure(failure.rule, failure.message, action.worker)
             self._fail(failure)
             says = f"{describe(action)}: {failure.rule.value}: {failure.message}"
-        self._steps.append(StepRecord(self.step, action, says, drain))
+        state = self.snapshot() if self.keep_transcript else None
+        self._steps.append(StepRecord(self.step, action, says, drain, state))
         self._violate(judge_state(self.world), getattr(action, "worker", None))
         self._saw_cuts()
         return True

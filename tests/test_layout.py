@@ -42,6 +42,10 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "scenarios": frozenset(
         {"model", "impl", "judge", "harness", "sut", "mutants", "inputs", "properties"}
     ),
+    # pure: neutral report data in, HTML or Markdown out
+    "reports": frozenset(),
+    # the pytest plugin and Hypothesis strategies: judge-side, never the implementation
+    "testing": frozenset({"judge", "harness", "inputs", "reports"}),
     "": frozenset(
         {
             "model",
@@ -55,12 +59,14 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "review",
             "properties",
             "scenarios",
+            "reports",
+            "testing",
         }
     ),
 }
 
 #: Packages whose verdicts must not rest on the implementation they judge.
-JUDGE_SIDE = ("judge", "harness")
+JUDGE_SIDE = ("judge", "harness", "testing")
 
 #: What the judged side may take from the harness: the in-process transport only.
 SUT_MAY_USE = frozenset({"fencepost.harness.transport", "fencepost.harness.protocol"})

@@ -30,6 +30,7 @@ from fencepost.model.explorer import (
     render_counterexample,
 )
 from fencepost.model.mutants import MUTANTS
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: Above this many states in total, --dot refuses to draw the whole graph.
 DOT_GRAPH_LIMIT = 3000
@@ -211,6 +212,7 @@ def _write_dot(path: Path, exploration: Exploration) -> str:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the counterexample (or, when none, the small reachable graph) as Graphviz DOT.",
 )
+@report_options("a counterexample drawn as a timeline")
 def command(
     part: str,
     mutant: str | None,
@@ -219,6 +221,8 @@ def command(
     no_symmetry: bool,
     as_json: bool,
     dot: Path | None,
+    html: Path | None,
+    summary_md: Path | None,
     **bounds: Any,
 ) -> None:
     """Exhaustively explore the protocol model within bounds.
@@ -255,6 +259,8 @@ def command(
             f"unknown mutant {mutant!r}; choose one of {', '.join(MUTANTS)} (see --list-mutants)",
             param_hint="--mutant",
         )
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     overrides = {_BOUNDS[k]: v for k, v in bounds.items() if v is not None}
     configs = _configs(part, mutant, overrides)
     exploration = explore_parts(configs, symmetry=not no_symmetry, max_states=max_states)
@@ -284,5 +290,26 @@ def command(
                 )
         if dot_note:
             click.echo(f"wrote the {dot_note} to {dot}")
+    if wants_report(html, summary_md):
+        from fencepost.views.explore import explore_report
+
+        write_outputs(
+            explore_report(exploration, _shown(part, mutant, overrides)), html, summary_md
+        )
     if exploration.verdict != HOLDS:
         raise SystemExit(1)
+
+
+def _shown(part: str, mutant: str | None, overrides: dict[str, Any]) -> str:
+    """The command that explores the same bounds again."""
+    words = ["fencepost", "explore", "--part", part]
+    if mutant:
+        words += ["--mutant", mutant]
+    for name, value in overrides.items():
+        option = next(k for k, v in _BOUNDS.items() if v == name).replace("_", "-")
+        if isinstance(value, bool):
+            off = "--dense" if option == "successor" else f"--no-{option}"
+            words.append(f"--{option}" if value else off)
+        else:
+            words += [f"--{option}", str(value)]
+    return " ".join(words)

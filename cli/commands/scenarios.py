@@ -22,6 +22,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
+
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
 
@@ -110,6 +112,7 @@ def _junit(results: list[object]) -> str:
 @click.option(
     "-v", "--verbose", is_flag=True, help="Show every scenario's steps, not only failures'."
 )
+@report_options("each failing scenario drawn as a timeline")
 def command(
     paths: tuple[Path, ...],
     target: str,
@@ -121,6 +124,8 @@ def command(
     list_only: bool,
     format_help: bool,
     verbose: bool,
+    html: Path | None,
+    summary_md: Path | None,
 ) -> None:
     """Run scenario files (default: the shipped library) on the model, the
     implementation or a SUT.
@@ -145,6 +150,8 @@ def command(
             ) from None
         if not sut_argv:
             raise click.BadParameter("the SUT command is empty", param_hint="--sut")
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     library = load(paths)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if library.errors:
@@ -195,5 +202,10 @@ def command(
             f"{len(library.scenarios)} scenarios, {len(results)} runs: "
             + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         )
+    if wants_report(html, summary_md):
+        from fencepost.views.scenarios import scenarios_report
+
+        shown = shlex.join(["fencepost", "scenarios", *map(str, paths), "--target", target])
+        write_outputs(scenarios_report(results, len(library.scenarios), shown), html, summary_md)
     if failed:
         raise SystemExit(1)
