@@ -30,8 +30,8 @@ from fencepost.reports import (
     Table,
     Timeline,
 )
-from fencepost.scenarios.spec import Crash, Ingest, Publish, Resume, format_cut
 from fencepost.scenarios.outcome import Observed, TargetResult
+from fencepost.scenarios.spec import Crash, Ingest, Publish, Resume, format_cut
 
 ENV = "environment"
 
