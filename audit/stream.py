@@ -35,22 +35,30 @@ entry per op_id).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
-from collections.abc import Hashable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fencepost.audit.ops import ATTEMPT, INF, Op, Status
 from fencepost.audit.register import (
-    ABSENT,
     CREATE,
     READ,
     UNKNOWN,
     WILD,
     WRITE,
     Budget,
+    Failure,
     Register,
     RegOp,
+)
+from fencepost.audit.values import (
+    Shown,
+    checkpoint_value,
+    describe,
+    light,
+    op_words,
+    record_value,
+    written,
 )
 from fencepost.audit.verdict import LINEARIZABILITY, OP_ID_REUSE, StreamVerdict, Violation
 from fencepost.judge.cuts import compare, covers
@@ -69,61 +77,6 @@ from fencepost.judge.values import (
 
 #: Ground truth for soundness: (epoch, partition) -> every event (id, position).
 Truth = Mapping[tuple[int, str], Sequence[tuple[str, Coordinate]]]
-
-
-def record_value(r: Record) -> Hashable:
-    """What a publication revision holds besides its number, as a cheap hashable key."""
-    return (r.epoch, r.cut.endpoint.value, r.cut.at, r.op_id)
-
-
-def checkpoint_value(c: Checkpoint | None) -> Hashable:
-    if c is None:
-        return None
-    return (c.cut.endpoint.value, c.cut.at, c.token, c.scope, c.finality.value)
-
-
-def describe(value: Hashable, rev: int, what: str = "record") -> str:
-    """A register state in words."""
-    if rev == ABSENT:
-        return "not created yet"
-    if rev == UNKNOWN:
-        return "in a state the log never shows"
-    if value is WILD:
-        return f"revision {rev} (its value not shown)"
-    if what == "record":
-        assert isinstance(value, tuple)
-        epoch, kind, at, op_id = value
-        cut = "nothing" if kind == "nothing" else f"{kind} {at!r}"
-        by = f", written by {op_id}" if op_id else ""
-        return f"revision {rev}: epoch {epoch}, {cut}{by}"
-    if value is None:
-        return "generation 0: no checkpoint"
-    assert isinstance(value, tuple)
-    kind, at, _, _, finality = value
-    cut = "nothing" if kind == "nothing" else f"{kind} {at!r}"
-    return f"generation {rev}: {cut} ({finality})"
-
-
-@dataclass
-class _Shown:
-    """The values a register showed, by revision, for the section 7 properties."""
-
-    revs: list[int] = field(default_factory=list)
-    values: dict[int, tuple[Any, Op]] = field(default_factory=dict)
-    deadline: dict[int, float] = field(default_factory=dict)
-
-    def add(self, rev: int, value: Any, op: Op) -> tuple[tuple[int, Any, Op] | None, ...] | None:
-        """Record ``value`` at ``rev``; the neighbours to compare with when it is new."""
-        if op.t1 < self.deadline.get(rev, INF):
-            self.deadline[rev] = op.t1
-        if rev in self.values:
-            return None
-        self.values[rev] = (value, op)
-        i = bisect_left(self.revs, rev)
-        self.revs.insert(i, rev) if i < len(self.revs) else self.revs.append(rev)
-        below = self.revs[i - 1] if i > 0 else None
-        above = self.revs[i + 1] if i + 1 < len(self.revs) else None
-        return tuple(None if r is None else (r, *self.values[r]) for r in (below, above))
 
 
 @dataclass
@@ -156,8 +109,8 @@ class StreamAudit:
         self._completions: list[tuple[float, int, int, Op]] = []
         self._regops: dict[int, list[tuple[Register, RegOp]]] = {}
         self._tie = 0
-        self._shown_record = _Shown()
-        self._shown_cp: dict[tuple[int, str], _Shown] = {}
+        self._shown_record = Shown()
+        self._shown_cp: dict[tuple[int, str], Shown] = {}
         self._certify: list[tuple[float, int]] = []  # (deadline, revision) to judge
         self._certified_done: set[int] = set()
         # (epoch, partition, scope) -> the final cut's progress: t0 of the op that may have
@@ -249,13 +202,15 @@ class StreamAudit:
         message = (
             f"{register.name} is not linearizable: no order of these {len(ops)} operations, "
             f"each taking effect between its invocation and its completion, explains what "
-            f"{_op_words(culprit.op)} returned{self._diagnose(failure.ops, culprit)}"
+            f"{op_words(culprit.op)} returned{self._diagnose(failure)}"
         )
         self.verdict.violations.append(
             Violation(LINEARIZABILITY, self.stream, message, ops, (culprit.op,), start)
         )
 
-    def _diagnose(self, ops: Sequence[RegOp], culprit: RegOp) -> str:
+    def _diagnose(self, failure: Failure) -> str:
+        """What kind of anomaly the fragment shows, in words (a hint; the timeline is the proof)."""
+        ops, culprit = failure.ops, failure.culprit
         acked: dict[int, list[RegOp]] = {}
         for r in ops:
             if r.kind == WRITE and r.must:
@@ -264,31 +219,44 @@ class StreamAudit:
             if len(ws) > 1:
                 return (
                     f" (two writes were both acknowledged as revision {expected + 1}: "
-                    "the store's fence let both through)"
+                    "the fence let both through)"
                 )
-        if culprit.kind in (READ, CREATE) and culprit.rev > 0:
-            makers = [
-                r
+        if culprit.kind not in (READ, CREATE):
+            return " (an acknowledged write that cannot have applied where it claims)"
+        newer = [
+            r
+            for r in ops
+            if r.kind == WRITE and r.must and r.rev >= culprit.rev and r.t1 < culprit.t0
+        ]
+        if newer:
+            return (
+                f" (a stale read: it shows revision {culprit.rev} after the write of revision "
+                f"{newer[0].rev + 1} had completed)"
+            )
+        made = (
+            any(
+                r.kind == WRITE and r.rev == culprit.rev - 1 and r.value == culprit.value
                 for r in ops
-                if r.kind == WRITE and r.rev == culprit.rev - 1 and r.value == culprit.value
+            )
+            or (culprit.rev, culprit.value) in failure.start
+        )
+        if culprit.rev > 0 and not made:
+            failed = [
+                w
+                for w in self._failed_writes
+                if w.args["expected_revision"] == culprit.rev - 1
+                and record_value(written(w)) == culprit.value
             ]
-            if not makers:
-                failed = [
-                    w
-                    for w in self._failed_writes
-                    if w.args["expected_revision"] == culprit.rev - 1
-                    and record_value(_written(w)) == culprit.value
-                ]
-                if failed and culprit.op.kind in ("read_publication", "write_publication"):
-                    return (
-                        f" (revision {culprit.rev} holds what write {failed[0].args['op_id']} "
-                        f"wrote, yet that write failed definitely at {failed[0].where})"
-                    )
+            if failed and culprit.op.kind in ("read_publication", "write_publication"):
                 return (
-                    f" (it shows revision {culprit.rev} as a value no write in flight could "
-                    "have made: a phantom, or a stale or reordered read)"
+                    f" (revision {culprit.rev} holds what write {failed[0].args['op_id']} wrote, "
+                    f"yet that write failed definitely at {failed[0].where})"
                 )
-        return " (a stale read, a lost write, or a reordered one)"
+            return (
+                f" (it shows revision {culprit.rev} holding a value no write that may have "
+                "applied made: a phantom)"
+            )
+        return " (a read that no order of the writes explains: stale, early or reordered)"
 
     # --- handlers, one per operation kind -------------------------------------------
 
@@ -320,34 +288,34 @@ class StreamAudit:
     def _on_write_publication(self, op: Op) -> None:
         a = op.args
         self._check_op_id(op)
-        written = _written(op)
+        mine = written(op)
         if op.status is Status.ERROR:
             self._failed_writes.append(op)
             del self._failed_writes[:-64]
             return
         if op.status is Status.INDEFINITE:
             self._feed(
-                self.record, RegOp(op, WRITE, a["expected_revision"], record_value(written), False)
+                self.record, RegOp(op, WRITE, a["expected_revision"], record_value(mine), False)
             )
             return
         rec: Record = op.result
         if op.status is Status.OK:
-            if rec != written:
+            if rec != mine:
                 self._violation(
                     LINEARIZABILITY,
-                    f"the store acknowledged {_op_words(op)} as applied but returned "
+                    f"the store acknowledged {op_words(op)} as applied but returned "
                     f"{describe(record_value(rec), rec.revision)}, not the record it wrote",
                     (op,),
                 )
             self._feed(
-                self.record, RegOp(op, WRITE, a["expected_revision"], record_value(written), True)
+                self.record, RegOp(op, WRITE, a["expected_revision"], record_value(mine), True)
             )
-            self._show_record(written, op)
+            self._show_record(mine, op)
             return
         if rec.revision == a["expected_revision"]:
             self._violation(
                 LINEARIZABILITY,
-                f"{_op_words(op)} was refused as a conflict, yet the record it returned is at "
+                f"{op_words(op)} was refused as a conflict, yet the record it returned is at "
                 f"the expected revision {rec.revision}: the write should have applied",
                 (op,),
             )
@@ -409,7 +377,7 @@ class StreamAudit:
             ):
                 self._violation(
                     LINEARIZABILITY,
-                    f"the store acknowledged {_op_words(op)} but returned generation "
+                    f"the store acknowledged {op_words(op)} but returned generation "
                     f"{stored.generation} holding {stored.cut}",
                     (op,),
                 )
@@ -422,7 +390,7 @@ class StreamAudit:
         if generation == expected:
             self._violation(
                 LINEARIZABILITY,
-                f"{_op_words(op)} was refused as a conflict, yet generation {expected} "
+                f"{op_words(op)} was refused as a conflict, yet generation {expected} "
                 "it expected is the one stored",
                 (op,),
             )
@@ -473,7 +441,7 @@ class StreamAudit:
         wanted = f"(epoch {first}, nothing)" if first is not None else "(its epoch, nothing)"
         self._violation(
             LINEARIZABILITY,
-            f"{_op_words(op)} shows revision 0 as {describe(record_value(rec), 0)}, but "
+            f"{op_words(op)} shows revision 0 as {describe(record_value(rec), 0)}, but "
             f"revision 0 is the initial record {wanted} with no op_id",
             (op,),
         )
@@ -529,7 +497,7 @@ class StreamAudit:
 
     def _show_checkpoint(self, epoch: int, partition: str, cp: Checkpoint, op: Op) -> None:
         key = (epoch, partition)
-        shown = self._shown_cp.setdefault(key, _Shown())
+        shown = self._shown_cp.setdefault(key, Shown())
         neighbours = shown.add(cp.generation, cp, op)
         if self.truth is not None and cp.finality is Finality.FINAL and not cp.cut.is_nothing:
             heapq.heappush(
@@ -672,7 +640,7 @@ class StreamAudit:
         owner = op.attempt if op.attempt is not None else f"worker {op.worker}"
         first = self._op_ids.get(op_id)
         if first is None:
-            self._op_ids[op_id] = (owner, _light(op))
+            self._op_ids[op_id] = (owner, light(op))
         elif first[0] != owner:
             self._violation(
                 OP_ID_REUSE,
@@ -760,47 +728,4 @@ class StreamAudit:
             self.verdict.notes.append(text)
 
 
-def _written(op: Op) -> Record:
-    a = op.args
-    return Record(a["epoch"], a["cut"], a["expected_revision"] + 1, a["op_id"])
-
-
-def _light(op: Op) -> Op:
-    """The op without its result (kept long for op_id reuse reports)."""
-    return Op(
-        op.where,
-        op.worker,
-        op.seq,
-        op.stream,
-        op.kind,
-        op.t0,
-        op.t1,
-        op.status,
-        op.args,
-        None,
-        op.attempt,
-        op.index,
-    )
-
-
-def _op_words(op: Op) -> str:
-    """An operation in domain words, for messages."""
-    a = op.args
-    if op.kind == "write_publication":
-        return (
-            f"{op.worker}'s write {a['op_id']} (revision {a['expected_revision']} -> "
-            f"epoch {a['epoch']}, {a['cut']})"
-        )
-    if op.kind == "write_checkpoint":
-        cp = a["checkpoint"]
-        exp = a["expected_generation"] or 0
-        return (
-            f"{op.worker}'s checkpoint write of {cp.partition} ({cp.cut}, generation {exp} -> "
-            f"{exp + 1})"
-        )
-    if op.kind == "read_publication":
-        return f"{op.worker}'s read at {op.where}"
-    return f"{op.worker}'s {op.kind} at {op.where}"
-
-
-__all__ = ["StreamAudit", "Truth", "describe", "record_value"]
+__all__ = ["StreamAudit", "Truth"]
