@@ -113,6 +113,8 @@ class StreamAudit:
         self._shown_cp: dict[tuple[int, str], Shown] = {}
         self._certify: list[tuple[float, int]] = []  # (deadline, revision) to judge
         self._certified_done: set[int] = set()
+        self._later: list[tuple[int, float]] = []  # judged before any checkpoint of its epoch
+        self._finishing = False
         # (epoch, partition, scope) -> the final cut's progress: t0 of the op that may have
         # written it, strongest cut by then, that op (appended in t0 order, only on progress)
         self._progress: dict[tuple[int, str, str], tuple[list[int], list[tuple[Cut, Op]]]] = {}
@@ -141,6 +143,9 @@ class StreamAudit:
 
     def finish(self) -> StreamVerdict:
         self._advance(INF, final=True)
+        self._finishing = True
+        for rev, deadline in self._later:
+            self._judge_certified(rev, deadline)
         for register in [self.record, *self.checkpoints.values()]:
             self._collect(register)
         v = self.verdict
@@ -564,6 +569,9 @@ class StreamAudit:
             return
         order = self._order(rec.epoch)
         assert order is not None
+        if rec.epoch not in self._cp_epochs and not self._finishing:
+            self._later.append((rev, deadline))  # decided at the end, if a checkpoint comes
+            return
         if rec.epoch not in self._cp_epochs:
             self._note(f"epoch {rec.epoch}: no checkpoint in the log; no relabeling not decidable")
         else:
