@@ -369,6 +369,7 @@ class Register:
         self.failed: Failure | None = None
         self.undecided: str | None = None
         self.operations = 0
+        self.largest = 1  # the most configurations the frontier ever held
 
     @property
     def live(self) -> bool:
@@ -408,6 +409,8 @@ class Register:
             return
         if not ok:
             self._fail(r)
+        elif len(self._engine.frontier) > self.largest:
+            self.largest = len(self._engine.frontier)
 
     def _fail(self, culprit: RegOp) -> None:
         """Shrink the window to a fragment that is still not linearizable."""

@@ -114,6 +114,15 @@ def sorted_ops(ops: Iterable[Op], memory_ops: int, report: AuditReport) -> Itera
         yield from heapq.merge(*(_run(r) for r in runs), key=_KEY)
 
 
+def widened(ops: Iterable[Op], skew: int) -> Iterator[Op]:
+    """Every interval widened by ``skew`` on both sides: clocks that disagree by at most
+    ``skew`` then never order two operations that were concurrent."""
+    for op in ops:
+        op.t0 -= skew
+        op.t1 += skew
+        yield op
+
+
 def audit_ops(
     ops: Iterable[Op],
     *,
@@ -122,9 +131,12 @@ def audit_ops(
     memory_ops: int = 200_000,
     truth: Callable[[str], Truth | None] | None = None,
     report: AuditReport | None = None,
+    clock_skew: int = 0,
 ) -> AuditReport:
     """Audit operations already read (see :func:`audit` for the arguments)."""
     report = report if report is not None else AuditReport()
+    if clock_skew:
+        ops = widened(ops, clock_skew)
     started = time.perf_counter()
     current: StreamAudit | None = None
     for op in sorted_ops(ops, memory_ops, report):
@@ -153,13 +165,15 @@ def audit(
     budget: int = 2_000_000,
     memory_ops: int = 200_000,
     truth: Callable[[str], Truth | None] | None = None,
+    clock_skew: int = 0,
 ) -> AuditReport:
     """Audit the log files (a folder stands for its files).
 
     ``policy`` is the publishers' cutover policy (attempt lines carry their own);
     ``budget`` the configurations one register may visit before it is
     undecided; ``memory_ops`` the operations held in memory while sorting;
-    ``truth`` gives a stream's ground truth (tests), enabling soundness.
+    ``truth`` gives a stream's ground truth (tests), enabling soundness;
+    ``clock_skew`` the most two workers' clocks may disagree (time units of the log).
     Raises :class:`~fencepost.audit.log.LogError` for an unreadable line and
     ``OSError`` for a file that cannot be read.
     """
@@ -174,6 +188,7 @@ def audit(
         memory_ops=memory_ops,
         truth=truth,
         report=report,
+        clock_skew=clock_skew,
     )
     report.files = stats.files
     report.torn = stats.torn

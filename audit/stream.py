@@ -148,6 +148,7 @@ class StreamAudit:
             self._judge_certified(rev, deadline)
         for register in [self.record, *self.checkpoints.values()]:
             self._collect(register)
+            self.verdict.largest_frontier = max(self.verdict.largest_frontier, register.largest)
         v = self.verdict
         if not self.record.operations and not self.checkpoints:
             return v

@@ -44,3 +44,4 @@ class StreamVerdict:
     undecided: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dropped: int = 0  # lines the recorder could not write (full disk)
+    largest_frontier: int = 0  # the most configurations one register's search held at once

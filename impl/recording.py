@@ -170,8 +170,11 @@ class LogWriter:
 
     def write(self, line: Mapping[str, JSON]) -> bool:
         """Append one line; False (and counted) if it had to be dropped."""
-        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
-        stream = str(line.get("stream", ""))
+        return self.write_text(str(line.get("stream", "")), _encode(line) + "\n")
+
+    def write_text(self, stream: str, text: str) -> bool:
+        """Append ``text`` (one JSON line with its newline) about ``stream``; False if dropped."""
+        data = text.encode()
         with self._lock:
             if self.pending_drops and not self._report_drops():
                 self._count_drop(stream)
@@ -217,18 +220,22 @@ class LogWriter:
                 self._fd = None
 
 
-def _checkpoint_write(w: CheckpointWrite) -> tuple[str, JSON]:
+def _encode(value: JSON) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _checkpoint_write(w: CheckpointWrite) -> tuple[str, str]:
     if isinstance(w, CheckpointApplied):
-        return "ok", checkpoint_to_json(w.checkpoint)
-    return "conflict", None if w.checkpoint is None else checkpoint_to_json(w.checkpoint)
+        return "ok", _encode(checkpoint_to_json(w.checkpoint))
+    return "conflict", _encode(None if w.checkpoint is None else checkpoint_to_json(w.checkpoint))
 
 
-def _publication_write(w: PublicationWrite) -> tuple[str, JSON]:
-    return ("ok" if isinstance(w, Applied) else "conflict"), record_to_json(w.record)
+def _publication_write(w: PublicationWrite) -> tuple[str, str]:
+    return ("ok" if isinstance(w, Applied) else "conflict"), _encode(record_to_json(w.record))
 
 
-def _answer(value: JSON) -> tuple[str, JSON]:
-    return "ok", value
+def _answer(value: JSON) -> tuple[str, str]:
+    return "ok", _encode(value)
 
 
 class RecordingStore:
@@ -247,51 +254,66 @@ class RecordingStore:
         self._seq = 0
         self._attempts = 0
         self._attempt: str | None = None
+        self._worker = _encode(self.worker)
+        self._names: dict[str, str] = {}
+        self._memberships: dict[Membership, str] = {}
 
-    def _line(self, seq: int, stream: str, op: str, args: JSON, t0: int) -> dict[str, JSON]:
-        line: dict[str, JSON] = {
-            "v": VERSION,
-            "worker": self.worker,
-            "seq": seq,
-            "stream": stream,
-            "op": op,
-            "args": args,
-            "t0": t0,
-        }
-        if self._attempt is not None:
-            line["attempt"] = self._attempt
-        return line
+    def _head(self, seq: int, stream: str, op: str, args: str, t0: int) -> str:
+        """The line up to ``t0``, written as text: the recorder's cost is its caller's."""
+        names = self._names
+        if stream not in names:
+            if len(names) > 4096:
+                names.clear()
+            names[stream] = _encode(stream)
+        attempt = "" if self._attempt is None else f',"attempt":{_encode(self._attempt)}'
+        return (
+            f'{{"v":{VERSION},"worker":{self._worker},"seq":{seq},"stream":{names[stream]},'
+            f'"op":"{op}","args":{args},"t0":{t0}{attempt}'
+        )
+
+    def _membership(self, membership: Membership) -> str:
+        """A membership's JSON text, cached: every attempt reads the same one."""
+        cache = self._memberships
+        text = cache.get(membership)
+        if text is None:
+            if len(cache) > 64:
+                cache.clear()
+            text = cache[membership] = _encode(membership_to_json(membership))
+        return text
 
     def _call(
         self,
         stream: str,
         op: str,
-        args: JSON,
+        args: str,
         call: Callable[[], T],
-        answer: Callable[[T], tuple[str, JSON]],
+        answer: Callable[[T], tuple[str, str]],
         mutating: bool,
     ) -> T:
         seq = self._seq
         self._seq += 1
         clock = self.log.clock
         t0 = clock()
-        line = self._line(seq, stream, op, args, t0)
+        head = self._head(seq, stream, op, args, t0)
         if mutating:
-            self.log.write({**line, "status": "pending"})
+            self.log.write_text(stream, head + ',"status":"pending"}\n')
         try:
             value = call()
         except IndefiniteStoreError as exc:
-            line.update(t1=clock(), status="indefinite", error=str(exc)[:300])
-            self.log.write(line)
+            error = _encode(str(exc)[:300])
+            self.log.write_text(
+                stream, f'{head},"t1":{clock()},"status":"indefinite","error":{error}}}\n'
+            )
             raise
         except Exception as exc:
-            line.update(t1=clock(), status="error", error=f"{type(exc).__name__}: {exc}"[:300])
-            self.log.write(line)
+            error = _encode(f"{type(exc).__name__}: {exc}"[:300])
+            self.log.write_text(
+                stream, f'{head},"t1":{clock()},"status":"error","error":{error}}}\n'
+            )
             raise
         t1 = clock()
         status, result = answer(value)
-        line.update(t1=t1, status=status, result=result)
-        self.log.write(line)
+        self.log.write_text(stream, f'{head},"t1":{t1},"status":"{status}","result":{result}}}\n')
         return value
 
     # --- the publisher attempt ---------------------------------------------------
@@ -309,20 +331,22 @@ class RecordingStore:
             result = publisher.attempt()
         finally:
             self._attempt = None
-        line = self._line(seq, publisher.stream, "attempt", {"policy": publisher.policy.value}, t0)
-        line.update(
-            attempt=attempt,
-            t1=self.log.clock(),
-            status="ok",
-            result={
-                "outcome": result.outcome.value,
-                "epoch": result.epoch,
-                "cut": None if result.cut is None else cut_to_json(result.cut),
-                "reason": None if result.reason is None else result.reason.value,
-                "op_id": result.op_id,
-            },
+        self._attempt = attempt
+        head = self._head(
+            seq, publisher.stream, "attempt", f'{{"policy":"{publisher.policy.value}"}}', t0
         )
-        self.log.write(line)
+        self._attempt = None
+        outcome = {
+            "outcome": result.outcome.value,
+            "epoch": result.epoch,
+            "cut": None if result.cut is None else cut_to_json(result.cut),
+            "reason": None if result.reason is None else result.reason.value,
+            "op_id": result.op_id,
+        }
+        t1 = self.log.clock()
+        self.log.write_text(
+            publisher.stream, f'{head},"t1":{t1},"status":"ok","result":{_encode(outcome)}}}\n'
+        )
         return result
 
     # --- the Store protocol --------------------------------------------------------
@@ -331,7 +355,7 @@ class RecordingStore:
         return self._call(
             stream,
             "create_stream",
-            {"membership": membership_to_json(membership)},
+            f'{{"membership":{self._membership(membership)}}}',
             lambda: self.inner.create_stream(stream, membership),
             lambda r: _answer(record_to_json(r)),
             True,
@@ -341,7 +365,7 @@ class RecordingStore:
         return self._call(
             stream,
             "read_publication",
-            {},
+            "{}",
             lambda: self.inner.read_publication(stream),
             lambda r: _answer(record_to_json(r)),
             False,
@@ -350,12 +374,14 @@ class RecordingStore:
     def write_publication(
         self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
     ) -> PublicationWrite:
-        args = {
-            "expected_revision": expected_revision,
-            "epoch": epoch,
-            "cut": cut_to_json(cut),
-            "op_id": op_id,
-        }
+        args = _encode(
+            {
+                "expected_revision": expected_revision,
+                "epoch": epoch,
+                "cut": cut_to_json(cut),
+                "op_id": op_id,
+            }
+        )
         return self._call(
             stream,
             "write_publication",
@@ -369,9 +395,9 @@ class RecordingStore:
         return self._call(
             stream,
             "read_membership",
-            {"epoch": epoch},
+            _encode({"epoch": epoch}),
             lambda: self.inner.read_membership(stream, epoch),
-            lambda m: _answer(membership_to_json(m)),
+            lambda m: ("ok", self._membership(m)),
             False,
         )
 
@@ -379,7 +405,7 @@ class RecordingStore:
         self._call(
             stream,
             "write_membership",
-            {"membership": membership_to_json(membership)},
+            f'{{"membership":{self._membership(membership)}}}',
             lambda: self.inner.write_membership(stream, membership),
             lambda _: _answer(None),
             True,
@@ -389,7 +415,7 @@ class RecordingStore:
         return self._call(
             stream,
             "read_checkpoint",
-            {"epoch": epoch, "partition": partition},
+            _encode({"epoch": epoch, "partition": partition}),
             lambda: self.inner.read_checkpoint(stream, epoch, partition),
             lambda c: _answer(None if c is None else checkpoint_to_json(c)),
             False,
@@ -399,7 +425,7 @@ class RecordingStore:
         return self._call(
             stream,
             "read_checkpoints",
-            {"epoch": epoch},
+            _encode({"epoch": epoch}),
             lambda: self.inner.read_checkpoints(stream, epoch),
             lambda cs: _answer([checkpoint_to_json(c) for c in cs]),
             False,
@@ -411,10 +437,12 @@ class RecordingStore:
         return self._call(
             stream,
             "write_checkpoint",
-            {
-                "expected_generation": expected_generation,
-                "checkpoint": checkpoint_to_json(checkpoint),
-            },
+            _encode(
+                {
+                    "expected_generation": expected_generation,
+                    "checkpoint": checkpoint_to_json(checkpoint),
+                }
+            ),
             lambda: self.inner.write_checkpoint(stream, expected_generation, checkpoint),
             _checkpoint_write,
             True,
@@ -424,7 +452,7 @@ class RecordingStore:
         return self._call(
             stream,
             "record_outcome",
-            {"event_id": event_id, "outcome": outcome},
+            _encode({"event_id": event_id, "outcome": outcome}),
             lambda: str(self.inner.record_outcome(stream, event_id, outcome)),
             _answer,
             True,
@@ -434,7 +462,7 @@ class RecordingStore:
         return self._call(
             stream,
             "outcomes",
-            {"event_ids": list(event_ids)},
+            _encode({"event_ids": list(event_ids)}),
             lambda: self.inner.outcomes(stream, event_ids),
             lambda found: _answer(dict(found)),
             False,

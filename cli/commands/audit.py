@@ -46,9 +46,21 @@ SHOWN = 10
     show_default=True,
     help="Operations held in memory while sorting; more are sorted on disk.",
 )
+@click.option(
+    "--clock-skew",
+    type=click.IntRange(0, 10**15),
+    default=0,
+    show_default=True,
+    help="The most two workers' clocks may disagree, in the log's time unit (several machines).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The report as one JSON object.")
 def command(
-    logs: tuple[str, ...], policy: str | None, budget: int, memory_ops: int, as_json: bool
+    logs: tuple[str, ...],
+    policy: str | None,
+    budget: int,
+    memory_ops: int,
+    clock_skew: int,
+    as_json: bool,
 ) -> None:
     """Check audit logs: linearizability of each stream's publication record and
     checkpoints, the section 7 properties, honest outcomes, op_id reuse.
@@ -57,7 +69,9 @@ def command(
     any program writing the format of docs/audit.md).
     """
     try:
-        report = audit(logs, policy=policy, budget=budget, memory_ops=memory_ops)
+        report = audit(
+            logs, policy=policy, budget=budget, memory_ops=memory_ops, clock_skew=clock_skew
+        )
     except LogError as exc:
         click.echo(f"error: {exc.where}: {exc.problem}", err=True)
         raise SystemExit(2) from None

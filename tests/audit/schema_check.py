@@ -62,7 +62,7 @@ def errors(
     if "type" in schema:
         kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         if not any(TYPES[k](value) for k in kinds):
-            return found + [f"{path}: not of type {kinds}"]
+            return [*found, f"{path}: not of type {kinds}"]
     if "const" in schema and not (
         value == schema["const"] and type(value) is type(schema["const"])
     ):

@@ -13,6 +13,7 @@ from audit_histories import INITIAL, M1, H, before, kinds, rec, run, through
 
 from fencepost.audit import brute
 from fencepost.audit.ops import Status
+from fencepost.audit.run import AuditReport
 from fencepost.audit.verdict import LINEARIZABILITY, OP_ID_REUSE
 
 
@@ -351,3 +352,19 @@ def test_a_budget_too_small_is_undecided_not_a_verdict() -> None:
     small = run(h, budget=3)
     assert small.exit_code == 4 and small.undecided and not small.violations
     assert "budget" in small.undecided[0]
+
+
+def test_clock_skew_makes_operations_within_it_concurrent() -> None:
+    h = H()
+    h.write("w", 1, 2, 0, through(1), "w-1")
+    h.read("r", 4, 5, INITIAL)  # stale by 2 time units on one clock
+    assert LINEARIZABILITY in {v.property for v in run_skewed(h, 0).violations}
+    assert run_skewed(h, 1).violations == []  # within 1 unit of skew: 2 + 1 < 4 - 1 is false
+
+
+def run_skewed(h: H, skew: int) -> AuditReport:
+    from dataclasses import replace
+
+    from fencepost.audit.run import audit_ops
+
+    return audit_ops([replace(o) for o in h.ops], clock_skew=skew)

@@ -71,7 +71,7 @@ class _TiesOrdered(StreamAudit):
     def _advance(self, t: float, final: bool = False) -> None:
         heap = self._completions
         while heap and (final or heap[0][0] <= t):
-            done_at, _, _, op = heapq.heappop(heap)
+            _, _, _, op = heapq.heappop(heap)
             for register, r in self._regops.pop(id(op), ()):
                 register.complete(r)
                 self._collect(register)

@@ -141,7 +141,7 @@ def test_a_pending_call_never_completed_is_indefinite(tmp_path: Path) -> None:
     pending = json.dumps({**WRITE, "status": "pending"})
     log = write_log(tmp_path / "d.log", line(), pending)
     stats = LogStats()
-    [read, write] = list(read_ops([log], stats))
+    [_, write] = list(read_ops([log], stats))
     assert write.status is Status.INDEFINITE and write.t1 == INF and stats.unfinished == 1
     done = json.dumps(
         {

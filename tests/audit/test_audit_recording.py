@@ -4,6 +4,7 @@ that never fails the caller (lines dropped, counted, and reported to the audit).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 from collections.abc import Callable
@@ -67,10 +68,8 @@ def workload(
                     reader = PartitionReader(
                         store, source, STREAM, p, m.epoch, m.scope, source.order, lambda e: "ok"
                     )
-                    try:
+                    with contextlib.suppress(IndefiniteStoreError, ProviderTimeout):
                         reader.run_pass(max_pages=1)
-                    except (IndefiniteStoreError, ProviderTimeout):
-                        pass
                 store.attempt(Publisher(store, STREAM, name))
             except Crash:
                 continue  # the process died: a new incarnation takes over
