@@ -226,11 +226,11 @@ def recording_overhead(count: int, repeat: int) -> None:
             cpu[recorded] = (time.process_time() - started) / 2000
             at += 2000
             log.close()
-    plain, recorded = statistics.median(runs[False]), statistics.median(runs[True])
+    plain, with_log = statistics.median(runs[False]), statistics.median(runs[True])
     own = cpu[True] - cpu[False]
     print(
-        f"   median per cycle: plain {plain * 1e3:.2f} ms, recorded {recorded * 1e3:.2f} ms "
-        f"({lines:,} lines): overhead {100 * (recorded / plain - 1):+.1f}% (target < 10%)"
+        f"   median per cycle: plain {plain * 1e3:.2f} ms, recorded {with_log * 1e3:.2f} ms "
+        f"({lines:,} lines): overhead {100 * (with_log / plain - 1):+.1f}% (target < 10%)"
     )
     print(
         f"   the recorder's own CPU: {own * 1e6:.0f} us per cycle (8 lines), "

@@ -449,7 +449,7 @@ class RecordingStore:
         )
 
     def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
-        return self._call(
+        stored: str = self._call(
             stream,
             "record_outcome",
             _encode({"event_id": event_id, "outcome": outcome}),
@@ -457,6 +457,7 @@ class RecordingStore:
             _answer,
             True,
         )
+        return stored
 
     def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
         return self._call(

@@ -75,15 +75,11 @@ class H:
         current: Record | None = None,
         attempt: str | None = None,
     ) -> Op:
-        args = {
-            "expected_revision": expected,
-            "epoch": epoch,
-            "cut": NOTHING if cut is None else cut,
-            "op_id": op_id,
-        }
+        claim = NOTHING if cut is None else cut
+        args = {"expected_revision": expected, "epoch": epoch, "cut": claim, "op_id": op_id}
         result = None
         if status is Status.OK:
-            result = Record(epoch, args["cut"], expected + 1, op_id)
+            result = Record(epoch, claim, expected + 1, op_id)
         elif status is Status.CONFLICT:
             result = current
         return self.add(w, "write_publication", t0, t1, status, args, result, attempt)
