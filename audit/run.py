@@ -17,6 +17,7 @@ and of the number of streams.
 
 from __future__ import annotations
 
+import copyreg
 import heapq
 import os
 import pickle
@@ -26,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from fencepost.audit.log import LogStats, log_files, read_ops
 from fencepost.audit.ops import Op
@@ -72,12 +75,30 @@ class AuditReport:
         return 0
 
 
+def read_only(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    """A read-only view of ``d`` (how the judge's memberships hold their mappings)."""
+    return MappingProxyType(d)
+
+
+def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return (read_only, (dict(m),))
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles the judge's read-only mappings (memberships) too, without touching the
+    process-wide pickle registry."""
+
+    dispatch_table = {**copyreg.dispatch_table, MappingProxyType: _proxy}
+
+
 def _spill(ops: list[Op], folder: str) -> str:
     ops.sort(key=_KEY)
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
     with os.fdopen(fd, "wb") as out:
+        pickler = _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
         for i in range(0, len(ops), _CHUNK):
-            pickle.dump(ops[i : i + _CHUNK], out, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler.dump(ops[i : i + _CHUNK])
+            pickler.clear_memo()
     return path
 
 

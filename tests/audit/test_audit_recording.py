@@ -106,6 +106,9 @@ def test_what_the_recorder_writes_the_audit_reads(tmp_path: Path, backend: str) 
     assert report.operations > 200
     assert report.unfinished > 0  # processes died inside mutating calls
     assert report.exit_code == 0, [v.message for v in report.violations]
+    spilled = audit([tmp_path / "audit.log"], memory_ops=100)  # sorted on disk: same verdict
+    assert spilled.spilled_runs > 1
+    assert (spilled.operations, spilled.exit_code) == (report.operations, 0)
 
 
 def test_the_schema_has_teeth(tmp_path: Path) -> None:
