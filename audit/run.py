@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from fencepost.audit.log import LogStats, log_files, read_ops
 from fencepost.audit.ops import Op
@@ -88,7 +88,7 @@ class _Pickler(pickle.Pickler):
     """Pickles the judge's read-only mappings (memberships) too, without touching the
     process-wide pickle registry."""
 
-    dispatch_table = {**copyreg.dispatch_table, MappingProxyType: _proxy}
+    dispatch_table: ClassVar[dict[Any, Any]] = {**copyreg.dispatch_table, MappingProxyType: _proxy}
 
 
 def _spill(ops: list[Op], folder: str) -> str:
