@@ -253,12 +253,16 @@ def _line(data: object, where: str) -> Line:
     if data["v"] != VERSION or type(data["v"]) is not int:
         raise _Bad(f"v: this reader knows log format version {VERSION}, got {data['v']!r}"[:200])
     op = data["op"]
-    if op not in STORE_OPS and op not in (ATTEMPT, DROPPED):
+    if type(op) is not str or (op not in STORE_OPS and op not in (ATTEMPT, DROPPED)):
         known = ", ".join((*STORE_OPS, ATTEMPT, DROPPED))
         raise _Bad(f"op: unknown operation {op!r}; known: {known}"[:300])
     raw_status = data["status"]
     pending = raw_status == "pending"
-    status = Status.INDEFINITE if pending else _STATUSES.get(raw_status)
+    status = (
+        Status.INDEFINITE
+        if pending
+        else _STATUSES.get(raw_status if type(raw_status) is str else "")
+    )
     if status is None:
         raise _Bad(f"status: ok, conflict, error, indefinite or pending, got {raw_status!r}"[:200])
     if status is Status.CONFLICT and op not in ("write_publication", "write_checkpoint"):

@@ -4,6 +4,7 @@ what kill -9 leaves behind (a torn last line, a call never completed) is read as
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,12 @@ import pytest
 
 from fencepost.audit.log import LogError, LogStats, log_files, read_ops
 from fencepost.audit.ops import INF, Status
+from fencepost.audit.run import audit
+from fencepost.impl.memory import MemoryStore
+from fencepost.impl.publisher import Publisher
+from fencepost.impl.reader import PartitionReader
+from fencepost.impl.recording import LogWriter, RecordingStore
+from fencepost.impl.simulated import SimulatedSource
 
 GOOD: dict[str, Any] = {
     "v": 1,
@@ -208,3 +215,58 @@ def test_a_missing_file_exits_2(tmp_path: Path) -> None:
         timeout=120,
     )
     assert run.returncode == 2 and "nope.log" in run.stderr and "Traceback" not in run.stderr
+
+
+def _mutate(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict) and value:
+        key = rng.choice(list(value))
+        if rng.random() < 0.7:
+            value[key] = _mutate(value[key], rng)
+        else:
+            value[key] = rng.choice(
+                [None, 0, 7, -1, "x", "", True, {"at": 3, "kind": "before"}, []]
+            )
+        return value
+    if isinstance(value, list) and value:
+        i = rng.randrange(len(value))
+        value[i] = _mutate(value[i], rng)
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return rng.choice([value + 1, value - 1, 0, 2 * value, 2**70])
+    if isinstance(value, str):
+        return rng.choice([value + "x", "", "before", "through", "ok", "conflict", "pending"])
+    return rng.choice([None, 0, "x"])
+
+
+def test_every_corrupted_log_gets_a_verdict_or_a_located_error(tmp_path: Path) -> None:
+    """Random edits of a recorded log: a verdict (0, 1, 4) or a LogError, never a crash."""
+    source = SimulatedSource(2, 2, 20)
+    log = LogWriter(tmp_path / "good.log")
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream("s", source.membership())
+    m = source.membership()
+    publisher = Publisher(store, "s", "w")  # one per worker: a second would reuse its op_ids
+    for _ in range(4):
+        for p in source.partitions:
+            PartitionReader(store, source, "s", p, m.epoch, m.scope, source.order, str).run_pass(
+                max_pages=2
+            )
+        store.attempt(publisher)
+    log.close()
+    assert audit([tmp_path / "good.log"]).exit_code == 0
+    lines = [json.loads(x) for x in (tmp_path / "good.log").read_text().splitlines()]
+    rng = random.Random(11)
+    verdicts: set[object] = set()
+    for _ in range(150):
+        edited = json.loads(json.dumps(lines))
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(len(edited))
+            edited[i] = _mutate(edited[i], rng)
+        path = tmp_path / "edited.log"
+        path.write_text("".join(json.dumps(x) + "\n" for x in edited))
+        try:
+            verdicts.add(audit([path]).exit_code)
+        except LogError as exc:
+            assert exc.where.startswith(f"{path}:")
+            verdicts.add("located")
+    assert {0, 1, "located"} <= verdicts
