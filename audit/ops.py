@@ -83,6 +83,26 @@ class Op:
     def sort_key(self) -> tuple[str, int, str, int]:
         return (self.stream, self.t0, self.worker, self.seq)
 
+    def __reduce__(self) -> tuple[type[Op], tuple[Any, ...]]:
+        """Pickled as its fields (the audit's on-disk sort): faster than the generic path."""
+        return (
+            Op,
+            (
+                self.where,
+                self.worker,
+                self.seq,
+                self.stream,
+                self.kind,
+                self.t0,
+                self.t1,
+                self.status,
+                self.args,
+                self.result,
+                self.attempt,
+                self.index,
+            ),
+        )
+
     def __repr__(self) -> str:
         end = "inf" if self.t1 == INF else str(int(self.t1))
         return f"Op({self.worker}#{self.seq} {self.kind} {self.status.value} [{self.t0}, {end}])"
