@@ -14,11 +14,14 @@ field report's 1 ns spacing) disagrees with the brute-force checker on coarse cl
 from __future__ import annotations
 
 import heapq
+import json
 import random
+from pathlib import Path
 
 import pytest
 
 from fencepost.audit import brute, run, synth
+from fencepost.audit.log import op_to_json
 from fencepost.audit.ops import Op
 from fencepost.audit.stream import StreamAudit
 from fencepost.audit.verdict import LINEARIZABILITY
@@ -46,13 +49,20 @@ def audited(h: list[Op]) -> bool:
     return not any(v.property == LINEARIZABILITY for v in report.violations)
 
 
-def test_the_audit_agrees_with_brute_force_on_every_small_history() -> None:
+def save(h: list[Op], path: Path) -> Path:
+    """A disagreement as an audit log: ``fencepost audit PATH`` replays it."""
+    path.write_text("".join(json.dumps(op_to_json(op)) + "\n" for op in h))
+    return path
+
+
+def test_the_audit_agrees_with_brute_force_on_every_small_history(tmp_path: Path) -> None:
     cases = histories(2024, CASES)
     verdicts = [brute.linearizable(h) for h in cases]
     # Both verdicts are well represented: the cross-check means something.
     assert sum(verdicts) > CASES // 2 and verdicts.count(False) > CASES // 20
     disagree = [i for i, h in enumerate(cases) if audited(h) != verdicts[i]]
-    assert disagree == [], [cases[i] for i in disagree[:3]]
+    saved = [str(save(cases[i], tmp_path / f"disagree-{i}.log")) for i in disagree[:5]]
+    assert disagree == [], f"brute force disagrees; replay with fencepost audit: {saved}"
 
 
 def test_the_audit_agrees_on_coarse_clocks_of_correct_histories() -> None:
