@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, BinaryIO
 
 from fencepost.audit.log import LogStats, log_files, read_ops
 from fencepost.audit.ops import Op
@@ -85,18 +85,22 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
     return (read_only, (dict(m),))
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles the judge's read-only mappings (memberships) too, without touching the
-    process-wide pickle registry."""
+_DISPATCH: dict[Any, Any] = {**copyreg.dispatch_table, MappingProxyType: _proxy}
 
-    dispatch_table: ClassVar[dict[Any, Any]] = {**copyreg.dispatch_table, MappingProxyType: _proxy}
+
+def _pickler(out: BinaryIO) -> pickle.Pickler:
+    """A pickler for the judge's read-only mappings (memberships) too, leaving the
+    process-wide pickle registry alone."""
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    return pickler
 
 
 def _spill(ops: list[Op], folder: str) -> str:
     ops.sort(key=_KEY)
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
     with os.fdopen(fd, "wb") as out:
-        pickler = _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler = _pickler(out)
         for i in range(0, len(ops), _CHUNK):
             pickler.dump(ops[i : i + _CHUNK])
             pickler.clear_memo()
