@@ -101,7 +101,7 @@ class StreamAudit:
         self.budget = budget
         self.truth = truth
         self.verdict = StreamVerdict(stream)
-        self.record = Register(f"{stream}: publication record", Budget(budget))
+        self.record = Register("the publication record", Budget(budget))
         self.checkpoints: dict[tuple[int, str], Register] = {}
         self.memberships: dict[int, Membership] = {}
         self.first_epoch: int | None = None
@@ -174,7 +174,7 @@ class StreamAudit:
         reg = self.checkpoints.get(key)
         if reg is None:
             reg = Register(
-                f"{self.stream}: checkpoint of {partition} in epoch {epoch}",
+                f"the checkpoint of {partition} in epoch {epoch}",
                 Budget(self.budget),
                 frozenset({(0, None), (UNKNOWN, WILD)}),
             )
@@ -193,7 +193,9 @@ class StreamAudit:
             self._report_failure(register)
         if register.undecided is not None and register.name not in self._reported_undecided:
             self._reported_undecided.add(register.name)
-            self.verdict.undecided.append(f"{register.name}: {register.undecided}")
+            self.verdict.undecided.append(
+                f"stream {self.stream}, {register.name}: {register.undecided}"
+            )
 
     def _report_failure(self, register: Register) -> None:
         failure = register.failed

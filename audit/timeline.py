@@ -171,7 +171,7 @@ def render_text(t: Timeline, width: int = 100) -> str:
     step = max(2, min(6, (width - 16) // max(1, len(keys) + 1)))
     col = {k: i * step for i, k in enumerate(keys)}
     right = len(keys) * step + 2
-    name_width = min(14, max(len(lane.worker) for lane in t.lanes) if t.lanes else 4)
+    name_width = min(24, max(len(lane.worker) for lane in t.lanes) if t.lanes else 4)
     lines = [f"{t.rule} on stream {t.stream}: {t.message}"]
     if t.start:
         lines.append(f"  before the fragment the register was {t.start}")
