@@ -45,16 +45,6 @@ STORE_OPS = (
     "record_outcome",
     "outcomes",
 )
-#: Operations that change durable state: the recorder announces them with a
-#: ``pending`` line before the call, so a process killed in the call leaves an
-#: indefinite operation behind, never nothing.
-MUTATING = frozenset(
-    {"create_stream", "write_publication", "write_membership"}
-    | {
-        "write_checkpoint",
-        "record_outcome",
-    }
-)
 ATTEMPT = "attempt"
 DROPPED = "dropped"
 
@@ -75,13 +65,6 @@ class Op:
     result: Any = None
     attempt: str | None = None
     index: int = 0
-
-    @property
-    def definite(self) -> bool:
-        return self.status is not Status.INDEFINITE
-
-    def sort_key(self) -> tuple[str, int, str, int]:
-        return (self.stream, self.t0, self.worker, self.seq)
 
     def __reduce__(self) -> tuple[type[Op], tuple[Any, ...]]:
         """Pickled as its fields (the audit's on-disk sort): faster than the generic path."""

@@ -96,6 +96,8 @@ def _print(report: AuditReport) -> None:
         f"audited {report.operations:,} operations on {report.streams:,} stream(s) from "
         f"{report.files} file(s) in {report.seconds:.2f} s ({rate:,.0f} operations/s)"
     )
+    if not report.operations:
+        click.echo("  note: the log holds no operation: nothing was checked")
     if report.unfinished:
         click.echo(
             f"  {report.unfinished} call(s) never completed (process killed in the call): "

@@ -368,3 +368,19 @@ def run_skewed(h: H, skew: int) -> AuditReport:
     from fencepost.audit.run import audit_ops
 
     return audit_ops([replace(o) for o in h.ops], clock_skew=skew)
+
+
+def test_the_timeline_draws_ties_as_overlaps_and_lost_responses_open_ended() -> None:
+    from fencepost.audit.timeline import render_text, timeline_of
+    from fencepost.audit.verdict import Violation
+
+    h = H(created=False)
+    w = h.write("w", 2, 5, 0, through(1), "w-1")
+    lost = h.write("lost", 3, 0, 0, through(2), "lost-1", status=Status.INDEFINITE)
+    r = h.read("r", 5, 6, INITIAL)  # invoked as w completes: a tie, drawn overlapping
+    text = render_text(timeline_of(Violation("x", "s", "m", (w, lost, r), (r,))))
+    rows = {line.split()[0]: line for line in text.splitlines()[1:4]}
+    assert rows["lost"].endswith("-->")
+    assert rows["r"].index("[") < rows["w"].index("]")  # r starts before w's end is drawn
+    assert "#" in rows["r"] and "#" not in rows["w"]  # the operation at fault is marked
+    assert "[5, 6]  read record -> revision 0" in text and "[3, lost]" in text
