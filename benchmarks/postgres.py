@@ -30,21 +30,15 @@ from typing import Any
 
 import psycopg
 
-from fencepost.impl.codec import membership_to_json
+from fencepost.audit.log import read_ops
+from fencepost.audit.ops import Op, Status
+from fencepost.audit.run import audit_ops
 from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.postgres import DSN_ENV, PostgresStore, quote_ident
 from fencepost.impl.publisher import Outcome, Publisher
+from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import Checkpoint, Membership
-from fencepost.properties.history import (
-    Context,
-    JsonlSink,
-    Op,
-    RecordingStore,
-    Status,
-    check_history,
-    load_history,
-)
 
 ORDER = IntegerOrder("offsets", successor_exact=True)
 MEMBERSHIP = Membership(1, "q", {"A": "offsets"}, {"offsets": ORDER})
@@ -53,10 +47,10 @@ MEMBERSHIP = Membership(1, "q", {"A": "offsets"}, {"offsets": ORDER})
 def worker(dsn: str, schema: str, index: int, folder: str, start_at: float, seconds: float) -> None:
     """One publisher process: advance its checkpoint, publish, repeat until time is up."""
     stream = f"b{index}"
-    sink = JsonlSink(Path(folder) / f"w{index}.jsonl")
+    sink = LogWriter(Path(folder) / f"w{index}.jsonl")
     name = f"fpbench-{schema}-{index}"
     inner = PostgresStore(dsn, schema=schema, max_connections=1, application_name=name)
-    store = RecordingStore(inner, f"w{index}", sink)
+    store = RecordingStore(inner, sink, f"w{index}")
     publisher = Publisher(store, stream, f"w{index}")
     generation: int | None = None
     offset = 0
@@ -71,20 +65,7 @@ def worker(dsn: str, schema: str, index: int, folder: str, start_at: float, seco
         assert written.checkpoint is not None
         generation = written.checkpoint.generation
         offset += 1
-        started = time.monotonic_ns()
-        result = publisher.attempt()
-        store.note(
-            "attempt",
-            started,
-            {"stream": stream, "worker": f"w{index}"},
-            {
-                "outcome": result.outcome.value,
-                "op_id": result.op_id,
-                "epoch": result.epoch,
-                "cut": None,
-                "proposal": None,
-            },
-        )
+        result = store.attempt(publisher)
         if result.outcome is not Outcome.PUBLISHED:
             raise SystemExit(f"w{index}: attempt ended {result.outcome.value}: {result.detail}")
     server_end = _backend_cpu(dsn, name)
@@ -145,59 +126,44 @@ def run(dsn: str, processes: int, seconds: float) -> dict[str, Any]:
         p.join()
     if any(p.exitcode != 0 for p in procs):
         raise SystemExit(f"a publisher process failed: exit codes {[p.exitcode for p in procs]}")
-    ops = load_history(sorted(Path(folder).glob("*.jsonl")))
+    ops = list(read_ops(sorted(Path(folder).glob("*.jsonl"))))
     cpus = [json.loads(p.read_text()) for p in Path(folder).glob("*.cpu")]
     shutil.rmtree(folder)
-    ctx_check = Context(
-        memberships={f"b{i}": {1: membership_to_json(MEMBERSHIP)} for i in range(processes)}
-    )
-    anomalies = check_history(ops, ctx_check)
+    anomalies = audit_ops(list(ops)).violations
     client_cpu = sum(c["client_s"] for c in cpus)
     server_cpu = (
         None if any(c["server_s"] is None for c in cpus) else sum(c["server_s"] for c in cpus)
     )
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {quote_ident(schema)} CASCADE")
-    first = min(op.invoke_ns for op in ops)
-    last = max(op.complete_ns for op in ops if op.status is Status.OK)
+    first = min(op.t0 for op in ops)
+    last = max(op.t1 for op in ops if op.status is Status.OK)
     elapsed = (last - first) / 1e9
 
     def done(kind: str) -> list[Op]:
         return [o for o in ops if o.kind == kind and o.status is Status.OK]
 
-    publishes = [o for o in done("write_publication") if o.result["applied"]]
-    checkpoints = [o for o in done("write_checkpoint") if o.result["applied"]]
+    publishes = done("write_publication")
+    checkpoints = done("write_checkpoint")
     attempts = [o for o in done("attempt") if o.result["outcome"] == "published"]
     return {
         "processes": processes,
         "seconds": round(elapsed, 2),
         "publishes_per_s": round(len(publishes) / elapsed, 1),
         "checkpoint_writes_per_s": round(len(checkpoints) / elapsed, 1),
-        "publish_attempt_ms_p50": round(
-            _ms([o.complete_ns - o.invoke_ns for o in attempts], 0.5), 2
-        ),
-        "publish_attempt_ms_p99": round(
-            _ms([o.complete_ns - o.invoke_ns for o in attempts], 0.99), 2
-        ),
-        "publication_write_ms_p50": round(
-            _ms([o.complete_ns - o.invoke_ns for o in publishes], 0.5), 2
-        ),
-        "publication_write_ms_p99": round(
-            _ms([o.complete_ns - o.invoke_ns for o in publishes], 0.99), 2
-        ),
-        "checkpoint_write_ms_p50": round(
-            _ms([o.complete_ns - o.invoke_ns for o in checkpoints], 0.5), 2
-        ),
-        "checkpoint_write_ms_p99": round(
-            _ms([o.complete_ns - o.invoke_ns for o in checkpoints], 0.99), 2
-        ),
+        "publish_attempt_ms_p50": round(_ms([o.t1 - o.t0 for o in attempts], 0.5), 2),
+        "publish_attempt_ms_p99": round(_ms([o.t1 - o.t0 for o in attempts], 0.99), 2),
+        "publication_write_ms_p50": round(_ms([o.t1 - o.t0 for o in publishes], 0.5), 2),
+        "publication_write_ms_p99": round(_ms([o.t1 - o.t0 for o in publishes], 0.99), 2),
+        "checkpoint_write_ms_p50": round(_ms([o.t1 - o.t0 for o in checkpoints], 0.5), 2),
+        "checkpoint_write_ms_p99": round(_ms([o.t1 - o.t0 for o in checkpoints], 0.99), 2),
         "client_cpu_ms_per_publish": round(1000 * client_cpu / max(1, len(publishes)), 3),
         "server_cpu_ms_per_publish": None
         if server_cpu is None
         else round(1000 * server_cpu / max(1, len(publishes)), 3),
         "store_operations": len(ops) - len(attempts),
         "anomalies": len(anomalies),
-        "first_anomalies": [str(a) for a in anomalies[:5]],
+        "first_anomalies": [f"{a.property}: {a.message}" for a in anomalies[:5]],
     }
 
 

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "The CI gate: proofs, exploration, refinement, scenarios, conformance."),
     "review": ("review", "Review provider contracts and report findings."),
     "contracts": ("contracts", "List and show the shipped provider contracts."),
+    "audit": ("audit", "Check the recorded history of a live system (docs/audit.md)."),
 }
 
 

@@ -34,6 +34,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "inputs": frozenset(),
     "judge": frozenset({"inputs"}),
     "harness": frozenset({"judge", "inputs"}),
+    "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
     "sut": frozenset({"impl", "mutants", "harness"}),
     "contracts": frozenset({"impl", "inputs"}),
@@ -61,12 +62,13 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "scenarios",
             "reports",
             "testing",
+            "audit",
         }
     ),
 }
 
 #: Packages whose verdicts must not rest on the implementation they judge.
-JUDGE_SIDE = ("judge", "harness", "testing")
+JUDGE_SIDE = ("judge", "harness", "testing", "audit")
 
 #: What the judged side may take from the harness: the in-process transport only.
 SUT_MAY_USE = frozenset({"fencepost.harness.transport", "fencepost.harness.protocol"})

@@ -8,22 +8,30 @@ rebuilt from ``--seed``, so a demo killed at any moment (``kill -9``) and
 restarted with the same ``--db`` resumes where the durable state says: the
 frontier never goes back and no recorded outcome is lost. The demo checks both
 itself after every round and exits 1 if either ever failed.
+
+``--record LOG`` writes every store call of the readers and the publisher to an
+audit log (docs/audit.md) for ``fencepost audit LOG*``; ``--lose-responses
+RATE`` loses that share of their store responses (half after the call applied),
+so the log holds indefinite operations to audit.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 
 import click
 
 from fencepost.impl.cuts import Cut, compare_cuts, minimum, same_claim
+from fencepost.impl.faults import OPERATIONS, FaultyStore
 from fencepost.impl.open import open_store
 from fencepost.impl.provider import Event, ProviderTimeout
 from fencepost.impl.publisher import Publisher, PublishResult
 from fencepost.impl.reader import PartitionReader
+from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import PublicationRecord
 from fencepost.impl.simulated import SimulatedSource
 from fencepost.impl.stores import (
@@ -122,6 +130,20 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     help="postgres-outbox: one table hash-partitioned by id, or one table per partition.",
 )
 @click.option("--keep", is_flag=True, help="postgres-outbox: keep the demo's schema at the end.")
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Append every store call to this audit log (docs/audit.md; rotated as LOG.1, ...).",
+)
+@click.option(
+    "--lose-responses",
+    type=click.FloatRange(0, 0.5),
+    default=0.0,
+    show_default=True,
+    help="Share of store responses lost (half after the call applied).",
+)
 def command(
     db: str,
     partitions: int,
@@ -135,6 +157,8 @@ def command(
     seconds: float,
     layout: str,
     keep: bool,
+    record_path: str | None,
+    lose_responses: float,
 ) -> None:
     """Ingest a simulated paginated source into a store and publish its frontier.
 
@@ -154,6 +178,10 @@ def command(
                 "--events applies to --source simulated; the outbox's rows come from "
                 "--writers and --seconds"
             )
+        simulated_only = sorted({"record_path", "lose_responses"} & given)
+        if simulated_only:
+            flag = {"record_path": "--record", "lose_responses": "--lose-responses"}
+            raise click.UsageError(f"{flag[simulated_only[0]]} applies to --source simulated only")
         raise SystemExit(
             run(
                 db if "db" in given else None,
@@ -177,8 +205,18 @@ def command(
         store = open_store(db)
     except StoreOpenError as exc:
         raise click.BadParameter(str(exc), param_hint="--db") from None
+    worker = f"demo-{os.getpid()}-{secrets.token_hex(2)}"
+    work: Store = store
+    if lose_responses:
+        ops = [op for op in OPERATIONS if op != "create_stream"]
+        rate = lose_responses / 2
+        work = FaultyStore(store, seed, lose_after=rate, lose_before=rate, ops=ops)
+    log: LogWriter | None = None
+    if record_path is not None:
+        log = LogWriter(record_path)
+        work = RecordingStore(work, log, worker)
     try:
-        store.create_stream(STREAM, membership)
+        work.create_stream(STREAM, membership)
     except DefiniteStoreError as exc:
         store.close()
         raise click.BadParameter(
@@ -187,7 +225,7 @@ def command(
             param_hint="--db",
         ) from None
     try:
-        code = _run(store, source, db, interval, pages, as_json)
+        code = _run(store, work, worker, source, db, interval, pages, as_json)
     except StoreError as exc:
         # Durable state is intact (every write is atomic); say what failed, no traceback.
         raise click.ClickException(
@@ -195,6 +233,11 @@ def command(
         ) from None
     finally:
         store.close()
+        if log is not None:
+            log.close()
+            lost = sum(log.dropped.values())
+            if lost:
+                click.echo(f"warning: {lost} audit line(s) dropped (disk full?)", err=True)
     raise SystemExit(code)
 
 
@@ -217,8 +260,16 @@ def _given_options() -> set[str]:
 
 
 def _run(
-    store: Store, source: SimulatedSource, db: str, interval: float, pages: int, as_json: bool
+    store: Store,
+    work: Store,
+    worker: str,
+    source: SimulatedSource,
+    db: str,
+    interval: float,
+    pages: int,
+    as_json: bool,
 ) -> int:
+    """Rounds of ingest and publish through ``work`` (recorded, faulty), checked on ``store``."""
     membership = store.read_membership(STREAM)
     order = source.order
     all_ids = source.all_event_ids()
@@ -240,12 +291,10 @@ def _run(
         f"{start_outcomes}/{len(all_ids)} outcomes",
     )
     readers = [
-        PartitionReader(
-            store, source, STREAM, p, membership.epoch, membership.scope, order, _handle
-        )
+        PartitionReader(work, source, STREAM, p, membership.epoch, membership.scope, order, _handle)
         for p in source.partitions
     ]
-    publisher = Publisher(store, STREAM, f"demo-{os.getpid()}")
+    publisher = Publisher(work, STREAM, worker)
     target = minimum(order, [source.final_cut(p) for p in source.partitions])
     previous: PublicationRecord = start
     round_number = 0
@@ -256,7 +305,9 @@ def _run(
                 reader.run_pass(max_pages=pages)
             except (IndefiniteStoreError, ProviderTimeout):
                 continue  # nothing certified past what is durable; the next round retries
-        result = publisher.attempt()
+        result = (
+            work.attempt(publisher) if isinstance(work, RecordingStore) else publisher.attempt()
+        )
         record = store.read_publication(STREAM)
         outcomes = len(store.outcomes(STREAM, all_ids))
         problem = _check(store, source, previous, record)

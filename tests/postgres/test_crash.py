@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 from pg_server import RestartablePostgres, drop_schema, fresh_schema
 
+from fencepost.audit.log import read_ops
+from fencepost.audit.ops import Status
+from fencepost.audit.run import audit_ops
 from fencepost.impl.open import open_store
-from fencepost.properties.history import Status, check_history, load_history
 from fencepost.properties.workload import (
     Workload,
     count_attempts,
@@ -110,13 +112,13 @@ def run_with_kills(
     for proc in live.values():
         proc.join(180)
     assert all(p.exitcode == 0 for p in live.values()), {s: p.exitcode for s, p in live.items()}
-    ops = load_history(sorted(folder.glob("*.jsonl")))
-    anomalies = check_history(ops, workload.context())
+    ops = list(read_ops(sorted(folder.glob("*.jsonl"))))
+    anomalies = audit_ops(list(ops), truth=lambda _stream: workload.truth()).violations
     counts = dict(sorted(count_attempts(ops).items()))
     for anomaly in anomalies[:20]:
-        print("  ", anomaly)
-    definite = sum(1 for op in ops if op.status is Status.FAIL)
-    indefinite = sum(1 for op in ops if op.status is Status.INFO and op.kind != "attempt")
+        print("  ", anomaly.property, anomaly.message)
+    definite = sum(1 for op in ops if op.status is Status.ERROR)
+    indefinite = sum(1 for op in ops if op.status is Status.INDEFINITE and op.kind != "attempt")
     return Report(kills, sum(counts.values()), counts, len(anomalies), definite, indefinite)
 
 
