@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,6 +20,7 @@ import click
 from fencepost.audit.log import LogError
 from fencepost.audit.run import AuditReport, audit
 from fencepost.audit.timeline import render_text, timeline_of
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: At most this many violations are drawn in text (all are in --json).
 SHOWN = 10
@@ -54,6 +56,7 @@ SHOWN = 10
     help="The most two workers' clocks may disagree, in the log's time unit (several machines).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The report as one JSON object.")
+@report_options("the figures and each violation's fragment drawn as a timeline")
 def command(
     logs: tuple[str, ...],
     policy: str | None,
@@ -61,6 +64,8 @@ def command(
     memory_ops: int,
     clock_skew: int,
     as_json: bool,
+    html: Path | None,
+    summary_md: Path | None,
 ) -> None:
     """Check audit logs: linearizability of each stream's publication record and
     checkpoints, the section 7 properties, honest outcomes, op_id reuse.
@@ -68,6 +73,8 @@ def command(
     LOGS are files or folders of files written by fencepost.impl.recording (or
     any program writing the format of docs/audit.md).
     """
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     try:
         report = audit(
             logs, policy=policy, budget=budget, memory_ops=memory_ops, clock_skew=clock_skew
@@ -85,7 +92,10 @@ def command(
         click.echo(json.dumps(_as_json(report), sort_keys=True))
     else:
         _print(report)
-    # An HTML report (issue 13) draws timeline_of(v) for each v in report.violations.
+    if wants_report(html, summary_md):
+        from fencepost.views.audit import audit_report
+
+        write_outputs(audit_report(report, "fencepost audit " + " ".join(logs)), html, summary_md)
     sys.stdout.flush()
     raise SystemExit(report.exit_code)
 

@@ -98,3 +98,16 @@ def test_a_recorded_demo_under_kill_9_and_lost_responses_passes_then_an_edit_fai
     marked = [b for lane in violation["lanes"] for b in lane["boxes"] if b["marked"]]
     assert len(marked) == 1 and marked[0]["label"].startswith("read record")
     assert len(marked[0]["where"].split(":")) == 2
+
+    # The same violation as a page and a summary (docs/ci.md): the fragment drawn as a
+    # timeline, the breaking operation marked with the property and what it means.
+    page, summary = tmp_path / "audit.html", tmp_path / "audit.md"
+    drawn = fencepost("audit", "--html", str(page), "--summary-md", str(summary), str(edited))
+    assert drawn.returncode == 1, drawn.stdout + drawn.stderr
+    html = page.read_text()
+    assert 'class="timeline"' in html and "linearizability" in html
+    assert "mark-breach" in html and "consistent with real time" in html
+    assert "http://" not in html and "https://" not in html
+    assert "linearizability" in summary.read_text()
+    missing = fencepost("audit", "--html", str(tmp_path / "nowhere" / "a.html"), str(edited))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
