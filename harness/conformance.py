@@ -53,8 +53,6 @@ from fencepost.harness.protocol import (
     LEVELS,
     PROTOCOL_VERSION,
     HelloOk,
-    MessageError,
-    encode,
     hello_message,
     parse_sut_message,
     shutdown_message,
@@ -68,6 +66,10 @@ from fencepost.harness.seeds import FAMILIES, FAMILY_LEVELS, ExhaustiveCase, fam
 from fencepost.harness.shrink import shrink
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 from fencepost.harness.world import WorldSetup
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
 Progress = Callable[[str, int, int | None], None]

@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fencepost.harness.coverage import Situation
-from fencepost.harness.protocol import (
-    JSONObject,
-)
 from fencepost.harness.rules import Violation, first
 from fencepost.harness.schedule import (
     Action,
 )
 from fencepost.harness.world import WorldSetup
+from fencepost.inputs.jsonlines import (
+    JSONObject,
+)
 from fencepost.judge.values import Checkpoint, Cut, Record
 
 

@@ -28,7 +28,6 @@ from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     HelloOk,
-    MessageError,
     hello_message,
     ingest_message,
     parse_sut_message,
@@ -64,6 +63,9 @@ from fencepost.harness.schedule import (
 from fencepost.harness.serving import MAX_CALLS_PER_REQUEST, Conversation, _Request, _Worker
 from fencepost.harness.transport import SHUTDOWN_GRACE, SutFactory
 from fencepost.harness.world import INJECT_KINDS, World, WorldSetup
+from fencepost.inputs.jsonlines import (
+    MessageError,
+)
 from fencepost.judge.cuts import covers
 from fencepost.judge.decide import AttemptLog
 from fencepost.judge.values import Checkpoint, Claim, Coordinate

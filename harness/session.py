@@ -15,8 +15,6 @@ from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     ErrorReply,
     HelloOk,
-    MessageError,
-    encode,
     hello_message,
     parse_sut_message,
     shutdown_message,
@@ -24,6 +22,10 @@ from fencepost.harness.protocol import (
 from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 
 #: A blank line is never a message: the protocol has none, and it answers nothing.
 BLANK_LINE = (

@@ -29,8 +29,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import IO, Protocol
 
-from fencepost.harness.protocol import MAX_LINE_BYTES, LineIO
 from fencepost.harness.rules import Rule, SutFailure
+from fencepost.inputs.jsonlines import (
+    MAX_LINE_BYTES,
+    LineIO,
+)
 
 _READ_CHUNK = 1 << 16
 _STDERR_TAIL = 4000

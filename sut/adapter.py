@@ -45,18 +45,23 @@ from fencepost.impl.stores import (
     PublicationWrite,
     StoreError,
 )
+from fencepost.inputs.jsonlines import (
+    MAX_LINE_BYTES,
+    JSONObject,
+    LineIO,
+    MessageError,
+    WireId,
+    decode_line,
+    encode,
+)
 from fencepost.mutants import CORRECT, Variant
 from fencepost.sut.wire import (
-    MAX_LINE_BYTES,
     PROTOCOL_VERSION,
     CompareRequest,
     HarnessRequest,
     Hello,
     IngestRequest,
-    JSONObject,
-    LineIO,
     MergeRequest,
-    MessageError,
     PublishRequest,
     Reply,
     ReplyConflict,
@@ -64,10 +69,7 @@ from fencepost.sut.wire import (
     ReplyTimeout,
     Reset,
     Shutdown,
-    WireId,
     checkpoint_json,
-    decode_line,
-    encode,
     parse_harness_message,
     parse_reply,
     request_id_of,

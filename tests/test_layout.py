@@ -36,7 +36,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "harness": frozenset({"judge", "inputs"}),
     "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
-    "sut": frozenset({"impl", "mutants", "harness"}),
+    "sut": frozenset({"impl", "mutants", "harness", "inputs"}),
     "contracts": frozenset({"impl", "inputs"}),
     "review": frozenset({"contracts", "impl", "inputs"}),
     "properties": frozenset({"model", "impl", "judge", "mutants", "inputs"}),

@@ -17,10 +17,12 @@ from click.testing import CliRunner
 from fencepost.cli import main
 from fencepost.harness.conformance import ConformOptions, conform
 from fencepost.harness.coverage import Situation
-from fencepost.harness.protocol import LineIO
 from fencepost.harness.report import render_summary, report_json
 from fencepost.harness.rules import Rule
 from fencepost.harness.transport import Channel, ThreadChannel
+from fencepost.inputs.jsonlines import (
+    LineIO,
+)
 from fencepost.mutants import CATALOG, CORRECT, Variant
 from fencepost.sut.adapter import SutSession
 
