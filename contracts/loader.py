@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import importlib.resources
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path as FilePath
@@ -47,6 +46,7 @@ from fencepost.contracts.facts import (
 )
 from fencepost.impl.cuts import Endpoint
 from fencepost.impl.errors import InvalidValue
+from fencepost.inputs.limits import InputProblem, parse_toml, read_capped
 from fencepost.inputs.tomllines import (
     KeySyntaxError,
     Path,
@@ -174,12 +174,9 @@ class _Loader:
 
     def load(self) -> Contract:
         try:
-            data = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-            line = int(m.group(1)) if m else None
-            message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-            raise ContractError(self.origin, line, "", f"TOML syntax: {message}") from None
+            data = parse_toml(self.text)
+        except InputProblem as exc:
+            raise ContractError(self.origin, exc.line, "", exc.reason) from None
         top = _Reader(self, (), data, _TOP_ALL)
 
         provider = self._provider(top.table("provider", ("name", "title", "version", "summary")))
@@ -527,7 +524,9 @@ def read_contract_file(path: str | FilePath) -> Contract:
     """Load the contract file at ``path`` (errors name the file as given)."""
     origin = str(path)
     try:
-        raw = FilePath(path).read_bytes()
+        raw = read_capped(path)
+    except InputProblem as exc:
+        raise ContractError(origin, None, "", exc.reason) from None
     except FileNotFoundError:
         raise ContractError(origin, None, "", "no such file") from None
     except IsADirectoryError:

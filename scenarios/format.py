@@ -30,12 +30,13 @@ import difflib
 import importlib.resources
 import math
 import re
-import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from types import MappingProxyType
 
+from fencepost.inputs.limits import InputProblem, parse_toml, read_capped
 from fencepost.inputs.tomllines import LineIndex, Path, format_path, index_lines
 from fencepost.judge.merge import WithheldReason
 from fencepost.judge.values import NOTHING, BadValue, Coordinate, Cut, Endpoint, Membership, Order
@@ -669,12 +670,9 @@ class _Loader:
 
     def load(self) -> Scenario:
         try:
-            data = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-            line = int(m.group(1)) if m else None
-            message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-            raise ScenarioError(self.origin, line, "", f"TOML syntax: {message}") from None
+            data = parse_toml(self.text)
+        except InputProblem as exc:
+            raise ScenarioError(self.origin, exc.line, "", exc.reason) from None
         top = _Node(self, (), data, _TOP)
         name = top.text("name")
         if name != self.stem:
@@ -900,8 +898,8 @@ class _Loader:
                         "truth",
                         f"event {ev.id!r} belongs to both {other!r} and {partition!r} in epoch {e}",
                     )
-            ids = [ev.id for ev in events]
-            dup = sorted({i for i in ids if ids.count(i) > 1})
+            # Counted once (linear): ids.count(i) per id was quadratic in the events.
+            dup = sorted(i for i, n in Counter(ev.id for ev in events).items() if n > 1)
             if dup:
                 raise top.error(
                     "truth", f"event {dup[0]!r} is listed twice for {partition!r} in epoch {e}"
@@ -1296,9 +1294,11 @@ def load_file(path: FilePath | str) -> Scenario:
     """Read and validate one scenario file; :class:`ScenarioError` names file and line."""
     path = FilePath(path)
     try:
-        raw = path.read_bytes()
+        raw = read_capped(path)
     except OSError as exc:
         raise ScenarioError(str(path), None, "", f"cannot read the file: {exc.strerror}") from None
+    except InputProblem as exc:
+        raise ScenarioError(str(path), None, "", exc.reason) from None
     return _decode(raw, str(path), path.name.removesuffix(".toml"))
 
 
@@ -1358,6 +1358,10 @@ def scenario_files(paths: Sequence[FilePath | str]) -> list[FilePath]:
             if path.suffix != ".toml":
                 raise ScenarioError(str(path), None, "", "a scenario file ends in .toml")
             out.append(path)
+        elif path.exists():
+            raise ScenarioError(
+                str(path), None, "", "not a regular file or folder (a device or a pipe?)"
+            )
         else:
             raise ScenarioError(str(path), None, "", "no such file or folder")
     return out
