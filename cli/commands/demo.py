@@ -16,10 +16,12 @@ import json
 import os
 import sys
 import time
+from typing import NoReturn
 
 import click
 
 from fencepost.impl.cuts import Cut, compare_cuts, minimum, same_claim
+from fencepost.impl.errors import InvalidValue
 from fencepost.impl.open import open_store
 from fencepost.impl.provider import Event, ProviderTimeout
 from fencepost.impl.publisher import Publisher, PublishResult
@@ -27,14 +29,32 @@ from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import PublicationRecord
 from fencepost.impl.simulated import SimulatedSource
 from fencepost.impl.stores import (
-    DefiniteStoreError,
+    CorruptStore,
     IndefiniteStoreError,
     Store,
+    StoreBehind,
     StoreError,
     StoreOpenError,
+    StreamConflict,
+    require_not_behind,
 )
 
 STREAM = "demo"
+
+#: The most events a demo holds (partitions x events): the simulated source keeps every
+#: event in memory (about 200 bytes each, the store's copy aside), so 1,000,000 stays
+#: well under a gigabyte.
+MAX_EVENTS = 1_000_000
+
+#: Exit status when the store is unusable (corrupt, foreign, unreachable, failed
+#: mid-run after its retries): bad input or environment, not a finding.
+EXIT_STORE = 2
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value != value:  # NaN passes every range comparison
+        raise click.BadParameter("a number of seconds, not NaN", ctx, param)
+    return value
 
 
 def _handle(event: Event) -> str:
@@ -71,6 +91,7 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
 @click.option(
     "--interval",
     type=click.FloatRange(0, 60),
+    callback=_finite,
     default=0.2,
     show_default=True,
     help="Seconds to sleep between rounds.",
@@ -82,40 +103,73 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     show_default=True,
     help="Pages read per partition per round.",
 )
+@click.option(
+    "--seen-revision",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The record's revision a previous run reported: refuse to resume (exit 1) from a "
+    "store whose record is older (rolled back underneath).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def command(
-    db: str, partitions: int, events: int, seed: int, interval: float, pages: int, as_json: bool
+    db: str,
+    partitions: int,
+    events: int,
+    seed: int,
+    interval: float,
+    pages: int,
+    seen_revision: int | None,
+    as_json: bool,
 ) -> None:
     """Ingest a simulated paginated source into a store and publish its frontier.
 
     Kill it at any moment and run it again with the same --db: it resumes from
-    the durable state with no regression and no lost outcome.
+    the durable state with no regression and no lost outcome. Exit 0 when every
+    event has an outcome and the frontier is final, 1 on a regression (also a
+    store behind --seen-revision), 2 on bad options or an unusable store.
     """
+    if partitions * events > MAX_EVENTS:
+        raise click.BadParameter(
+            f"--partitions x --events is {partitions * events:,} events; the demo holds "
+            f"every event in memory and takes at most {MAX_EVENTS:,}",
+            param_hint="--events",
+        )
     source = SimulatedSource(seed, partitions, events)
     membership = source.membership()
     try:
         store = open_store(db)
-    except StoreOpenError as exc:
+    except (StoreOpenError, InvalidValue) as exc:
         raise click.BadParameter(str(exc), param_hint="--db") from None
     try:
         store.create_stream(STREAM, membership)
-    except DefiniteStoreError as exc:
-        store.close()
+        if seen_revision is not None:
+            require_not_behind(store, STREAM, seen_revision)
+        code = _run(store, source, db, interval, pages, as_json)
+    except StreamConflict as exc:
         raise click.BadParameter(
             f"{db} holds a demo of another source ({exc}); use the same --seed, "
             "--partitions and --events as before, or another --db",
             param_hint="--db",
         ) from None
-    try:
-        code = _run(store, source, db, interval, pages, as_json)
+    except StoreBehind as exc:
+        click.echo(f"REGRESSION on open: {db}: {exc}", err=True)
+        code = 1
+    except CorruptStore as exc:
+        _store_failed(str(exc))
     except StoreError as exc:
         # Durable state is intact (every write is atomic); say what failed, no traceback.
-        raise click.ClickException(
-            f"the store failed: {exc}; run the demo again to resume"
-        ) from None
+        _store_failed(
+            f"the store failed: {exc}; nothing acknowledged was lost: run the demo again "
+            "to resume once the store works"
+        )
     finally:
         store.close()
     raise SystemExit(code)
+
+
+def _store_failed(message: str) -> NoReturn:
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(EXIT_STORE)
 
 
 def _run(
