@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, junit_xml, run_part
+from fencepost.outputs import check_output_file, write_output
 
 
 def _parse_only(values: tuple[str, ...]) -> list[str]:
@@ -77,6 +78,7 @@ def command(
             click.echo(f"{part.name:<12} {part.description}")
         return
     names = _parse_only(only)
+    check_output_file(junit, "--junit")
     if backend == "postgres" and not os.environ.get("FENCEPOST_DATABASE_URL"):
         raise click.UsageError(
             "--backend postgres needs FENCEPOST_DATABASE_URL "
@@ -109,7 +111,7 @@ def command(
             for detail in r.details:
                 out.print(detail, highlight=False, markup=False)
     if junit is not None:
-        junit.write_text(junit_xml(run.results), encoding="utf-8")
+        write_output(junit, junit_xml(run.results))
     verdict = "every part passed" if run.ok else "the gate FAILED"
     out.print(f"[bold]{verdict}[/]", highlight=False)
     if not run.ok:

@@ -22,6 +22,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fencepost.outputs import check_output_file, write_output
+
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
 
@@ -40,6 +42,7 @@ def _targets(choice: str, sut: str | None) -> tuple[str, ...]:
 
 
 def _junit(results: list[object]) -> str:
+    from fencepost.harness.report import xml_text
     from fencepost.scenarios.outcome import TargetResult
 
     suite = ElementTree.Element("testsuite", name="fencepost scenarios")
@@ -57,14 +60,15 @@ def _junit(results: list[object]) -> str:
         total += r.seconds
         if r.status == "fail":
             failures += 1
-            node = ElementTree.SubElement(case, "failure", message=r.detail)
-            node.text = "\n".join(r.narrative)
+            # A SUT's words are untrusted: only characters XML can carry.
+            node = ElementTree.SubElement(case, "failure", message=xml_text(r.detail))
+            node.text = xml_text("\n".join(r.narrative))
         elif r.status == "error":
             errors += 1
-            ElementTree.SubElement(case, "error", message=r.detail)
+            ElementTree.SubElement(case, "error", message=xml_text(r.detail))
         elif r.status == "skip":
             skipped += 1
-            ElementTree.SubElement(case, "skipped", message=r.detail)
+            ElementTree.SubElement(case, "skipped", message=xml_text(r.detail))
     suite.set("tests", str(len(results)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
@@ -143,6 +147,7 @@ def command(
             ) from None
         if not sut_argv:
             raise click.BadParameter("the SUT command is empty", param_hint="--sut")
+    check_output_file(junit, "--junit")
     library = load(paths)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if library.errors:
@@ -160,7 +165,7 @@ def command(
     results = run_all(library.scenarios, options)
     failed = [r for r in results if not r.ok]
     if junit is not None:
-        junit.write_text(_junit(list(results)), encoding="utf-8")
+        write_output(junit, _junit(list(results)))
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(
