@@ -97,3 +97,19 @@ def test_a_record_behind_the_seen_revision_is_a_regression(tmp_path: Path) -> No
     assert ok.exit_code == 0, ok.output
     behind = demo("--db", str(path), *SMALL, "--seen-revision", str(revision + 2))
     assert_refused(behind, 1, "REGRESSION on open", f"behind revision {revision + 2}")
+
+
+def test_a_store_failing_mid_run_is_exit_2_not_a_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost read that outlived its retries (or a store gone mid-run) is not a finding:
+    exit 1 is kept for a record that went back."""
+    from fencepost.commands import demo as demo_command
+    from fencepost.impl.stores import IndefiniteStoreError
+
+    def lost(*args: object, **kwargs: object) -> int:
+        raise IndefiniteStoreError("the outcomes read's reply was lost (terminating connection)")
+
+    monkeypatch.setattr(demo_command, "_run", lost)
+    result = demo("--db", str(tmp_path / "d.db"), *SMALL)
+    assert_refused(result, 2, "the store failed", "nothing acknowledged was lost")
