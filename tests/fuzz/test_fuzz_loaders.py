@@ -29,9 +29,11 @@ import os
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,10 +56,24 @@ REGRESSION = (REPO / "tests" / "fuzz" / "data" / "stale-cut-retry-bad.jsonl").re
     encoding="utf-8"
 )
 
-#: Runs per target in this session, and how many of them loaded as valid (printed by
-#: tests/fuzz/conftest.py): a target whose inputs all fail at the first check is shallow.
+#: Runs per target in this session, and how many of them loaded as valid (printed when
+#: the module ends): a target whose inputs all fail at the first check is shallow.
 RUNS: Counter[str] = Counter()
 VALID: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_counts(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or not RUNS:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line("")
+        reporter.write_line("fuzz targets: inputs run (valid ones among them)")
+        for target, count in sorted(RUNS.items()):
+            reporter.write_line(f"  {target:<24} {count:>8,}  ({VALID[target]:,} valid)")
 
 
 def _examples() -> settings:

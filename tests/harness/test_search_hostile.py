@@ -22,7 +22,7 @@ from fencepost.harness.rules import Rule
 from fencepost.impl.cuts import Cut
 from fencepost.impl.records import Checkpoint
 from fencepost.impl.stores import DefiniteStoreError, PublicationWrite
-from fencepost.sut.adapter import CORRECT, InProcessSut, PublisherWireStore, Variant
+from fencepost.sut.adapter import CORRECT, InProcessSut, PublisherWireStore
 
 
 class PreviousEpochStore(PublisherWireStore):
