@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fencepost.contracts.facts import ContractError
@@ -233,6 +233,9 @@ _REPLAY_DIR = Path(tempfile.mkdtemp(prefix="fencepost-fuzz-"))
 
 @_examples()
 @given(text=st.one_of(mutated_regression(), st.text(max_size=300)))
+@example(  # found by the first run: a step whose "do" is a list raised TypeError
+    text=REGRESSION.splitlines()[0] + '\n{"step": 1, "action": {"do": [], "partition": "A"}}\n'
+)
 def test_fuzz_replay_file_loader(text: str) -> None:
     RUNS["replay file"] += 1
     path = _REPLAY_DIR / "fuzz-bad.jsonl"
@@ -343,6 +346,10 @@ def test_fuzz_wire_messages_from_a_sut(line: str) -> None:
 
 @_examples()
 @given(line=wire_line(HARNESS_TYPES))
+@example(  # found by a long run: a TypeError that ended fencepost's SUT
+    line='{"type": "ingest", "id": 1, "worker": "r1", "partition": "A", "scope": "q1", '
+    '"epoch": 1, "order": {"name": "keys", "kind": []}}'
+)
 def test_fuzz_wire_messages_to_fencepost_sut(line: str) -> None:
     RUNS["wire (harness -> SUT)"] += 1
     try:
