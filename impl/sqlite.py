@@ -216,6 +216,13 @@ class SQLiteStore:
         written to, so the file, its ``-wal``/``-shm`` companions and (for those) its
         folder must be writable: checked here, before anything is read or written.
         """
+        if self.path == ":memory:":  # SQLite's private in-memory database
+            return sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
+            )
         exists = os.path.exists(self.path)
         if exists and not os.path.isfile(self.path):
             raise StoreOpenError(self.path, "not a regular file (a folder or a device?)")

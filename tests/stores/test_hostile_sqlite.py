@@ -105,11 +105,18 @@ def test_a_refused_file_is_left_unchanged_byte_for_byte(
     assert _snapshot(tmp_path) == before
 
 
-def test_a_new_file_is_still_created_and_a_valid_one_opens(tmp_path: Path) -> None:
+def test_a_new_file_is_still_created_and_a_valid_one_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _store_file(tmp_path / "a.db")
     store = SQLiteStore(tmp_path / "a.db")
     assert store.read_publication("s").revision == 1
     store.close()
+    monkeypatch.chdir(tmp_path)
+    memory = SQLiteStore(":memory:")  # SQLite's in-memory database, not a file of that name
+    memory.create_stream("s", MEMBERS)
+    memory.close()
+    assert not (tmp_path / ":memory:").exists()
 
 
 PR_CAPBSET_DROP = 24
