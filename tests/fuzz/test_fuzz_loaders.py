@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -65,6 +66,8 @@ VALID: Counter[str] = Counter()
 @pytest.fixture(scope="module", autouse=True)
 def _print_counts(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
+    for folder in _REPLAY_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None or not RUNS:
@@ -228,7 +231,14 @@ def mutated_regression(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-_REPLAY_DIR = Path(tempfile.mkdtemp(prefix="fencepost-fuzz-"))
+#: The folder replay inputs are written to (made on first use, removed when the module ends).
+_REPLAY_DIR: list[Path] = []
+
+
+def _replay_path() -> Path:
+    if not _REPLAY_DIR:
+        _REPLAY_DIR.append(Path(tempfile.mkdtemp(prefix="fencepost-fuzz-")))
+    return _REPLAY_DIR[0] / "fuzz-bad.jsonl"
 
 
 @_examples()
@@ -238,7 +248,7 @@ _REPLAY_DIR = Path(tempfile.mkdtemp(prefix="fencepost-fuzz-"))
 )
 def test_fuzz_replay_file_loader(text: str) -> None:
     RUNS["replay file"] += 1
-    path = _REPLAY_DIR / "fuzz-bad.jsonl"
+    path = _replay_path()
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
         load_regression(path)
