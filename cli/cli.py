@@ -4,7 +4,8 @@ Each subcommand lives in its own module under ``fencepost.commands`` and is
 imported only when invoked, so ``fencepost prove`` never pays for importing the
 PostgreSQL driver and a broken optional piece cannot break unrelated commands.
 Exit codes follow one convention everywhere: 0 the property holds / the run
-succeeded, 1 a violation or finding was found, 2 a usage error.
+succeeded, 1 a violation or finding was found, 2 a usage error or bad input, 3
+fencepost's own error (never a verdict).
 """
 
 from __future__ import annotations
@@ -57,5 +58,6 @@ class LazyGroup(click.Group):
 def main() -> None:
     """fencepost: publish merged event frontiers that stay true.
 
-    Exit codes: 0 success / all properties hold, 1 violation or finding, 2 usage error.
+    Exit codes: 0 success / all properties hold, 1 violation or finding, 2 usage error
+    or bad input, 3 fencepost's own error.
     """

@@ -229,6 +229,8 @@ def run_part(part: Part, options: GateOptions) -> PartResult:
 
 def junit_xml(results: list[PartResult]) -> str:
     """The results as a JUnit XML test suite (one test case per part)."""
+    from fencepost.harness.report import xml_text
+
     failures = sum(not r.ok for r in results)
     suite = ElementTree.Element(
         "testsuite",
@@ -243,11 +245,11 @@ def junit_xml(results: list[PartResult]) -> str:
             suite, "testcase", classname="fencepost.check", name=r.name, time=f"{r.seconds:.3f}"
         )
         if not r.ok:
-            failure = ElementTree.SubElement(case, "failure", message=r.summary)
-            failure.text = "\n\n".join(r.details) or r.summary
+            failure = ElementTree.SubElement(case, "failure", message=xml_text(r.summary))
+            failure.text = xml_text("\n\n".join(r.details) or r.summary)
         else:
             out = ElementTree.SubElement(case, "system-out")
-            out.text = r.summary
+            out.text = xml_text(r.summary)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
 
 

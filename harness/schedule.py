@@ -266,7 +266,7 @@ def action_from_json(data: object, where: str = "step") -> Action:
     if not isinstance(data, dict):
         raise ScheduleError(f"{where}: a step is a JSON object with a 'do' field")
     do = data.get("do")
-    if do not in _SHAPES:
+    if not isinstance(do, str) or do not in _SHAPES:
         raise ScheduleError(f"{where}.do: one of {', '.join(_SHAPES)}, got {do!r}")
     assert isinstance(do, str)
     for key in data:
@@ -278,7 +278,7 @@ def action_from_json(data: object, where: str = "step") -> Action:
         return Ingest(_text(data, "worker", where), _text(data, "partition", where))
     if do == "answer":
         mode = data.get("mode", "ok")
-        if mode not in _ALL_MODES:
+        if not isinstance(mode, str) or mode not in _ALL_MODES:
             raise ScheduleError(f"{where}.mode: one of {', '.join(sorted(_ALL_MODES))}")
         assert isinstance(mode, str)
         return Answer(_text(data, "worker", where), mode)

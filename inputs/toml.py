@@ -8,11 +8,11 @@ caller's error type, ``origin:line: field.path: what is wrong``, with a
 did-you-mean hint for a misspelt key or choice. An unknown key is an error, never
 ignored: a typo must not silently change what a file means.
 
-Hostile input is refused before it can hurt: a file larger than
-:data:`MAX_BYTES`, tables or arrays nested deeper than :data:`MAX_DEPTH`, or an
-integer with more than :data:`MAX_DIGITS` digits is a clean error naming the
-place, never a ``RecursionError``, a ``MemoryError`` or Python's own limit on
-integer conversion.
+Hostile input is refused before it can hurt (:mod:`fencepost.inputs.limits`): a
+file larger than :data:`MAX_BYTES` (or endless, like ``/dev/zero``), tables or
+arrays nested deeper than :data:`MAX_DEPTH`, or an integer of more than
+:data:`MAX_DIGITS` digits is a clean error naming the place, never a
+``RecursionError``, a ``MemoryError`` or Python's own limit on integer conversion.
 
 Cost: parsing and indexing are linear in the size of the text; each field read
 is O(1) plus the size of its value.
@@ -22,21 +22,24 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Self, TypeVar
 
+from fencepost.inputs.limits import (
+    MAX_INPUT_BYTES,
+    MAX_INTEGER_DIGITS,
+    MAX_NESTING,
+    InputProblem,
+    parse_toml,
+    read_capped,
+)
 from fencepost.inputs.tomllines import LineIndex, Path, format_path, index_lines
 
-#: Larger files are refused before parsing (the largest shipped file is a few KiB).
-MAX_BYTES = 4 * 1024 * 1024
-#: Tables and arrays nested deeper than this are refused (shipped files use 4 levels).
-MAX_DEPTH = 64
-#: Integers with more digits than this are refused (an arbitrary-size coordinate still
-#: fits comfortably: 10^200 is far beyond any source's order).
-MAX_DIGITS = 200
+#: The bounds on hostile input (:mod:`fencepost.inputs.limits`), checked before parsing.
+MAX_BYTES = MAX_INPUT_BYTES
+MAX_DEPTH = MAX_NESTING
+MAX_DIGITS = MAX_INTEGER_DIGITS
 
 E = TypeVar("E", bound=Enum)
 
@@ -118,8 +121,9 @@ class Document:
         """Read ``path`` (at most :data:`MAX_BYTES` of it: ``/dev/zero`` is refused, not read
         forever) and decode it; an unreadable file is a clean error naming it."""
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_BYTES + 1)
+            raw = read_capped(path)
+        except InputProblem as exc:
+            raise make_error(path, None, "", exc.reason, None) from None
         except FileNotFoundError:
             raise make_error(path, None, "", "no such file", None) from None
         except IsADirectoryError:
@@ -168,75 +172,10 @@ class Document:
             raise self.make_error(
                 self.origin, None, "", f"the file is larger than {MAX_BYTES} bytes", None
             )
-        self._refuse_deep_nesting()
         try:
-            data = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-            line = int(m.group(1)) if m else None
-            message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-            raise self.make_error(self.origin, line, "", f"TOML syntax: {message}", None) from None
-        except (ValueError, RecursionError) as exc:  # Python's limits on huge integers
-            raise self.make_error(
-                self.origin, None, "", f"a value is too large to read ({exc})", None
-            ) from None
-        self._refuse_huge_integers(data, ())
-        return data
-
-    def _refuse_deep_nesting(self) -> None:
-        """Brackets and braces nested deeper than :data:`MAX_DEPTH`, found without parsing
-        (tomllib recurses once per level and would exhaust the stack)."""
-        depth = 0
-        line = 1
-        quote: str | None = None
-        i, n, text = 0, len(self.text), self.text
-        while i < n:
-            ch = text[i]
-            if ch == "\n":
-                line += 1
-                if quote in ('"', "'"):
-                    quote = None
-            elif quote is not None:
-                if text.startswith(quote, i):
-                    i += len(quote)
-                    quote = None
-                    continue
-                if ch == "\\" and quote in ('"', '"""'):
-                    i += 2
-                    continue
-            elif ch == "#":
-                end = text.find("\n", i)
-                i = n if end < 0 else end
-                continue
-            elif text.startswith('"""', i) or text.startswith("'''", i):
-                quote = text[i : i + 3]
-                i += 3
-                continue
-            elif ch in "\"'":
-                quote = ch
-            elif ch in "[{":
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise self.make_error(
-                        self.origin,
-                        line,
-                        "",
-                        f"values are nested more than {MAX_DEPTH} levels deep",
-                        None,
-                    )
-            elif ch in "]}":
-                depth = max(0, depth - 1)
-            i += 1
-
-    def _refuse_huge_integers(self, value: object, path: Path) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                self._refuse_huge_integers(item, (*path, key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self._refuse_huge_integers(item, (*path, index))
-        elif type(value) is int and len(str(abs(value))) > MAX_DIGITS:
-            raise self.error(path, f"an integer of more than {MAX_DIGITS} digits", value)
+            return parse_toml(self.text)
+        except InputProblem as exc:
+            raise self.make_error(self.origin, exc.line, "", exc.reason, None) from None
 
     def root(self, allowed: Iterable[str]) -> Table:
         """The top-level table, with its allowed keys checked."""

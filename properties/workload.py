@@ -36,7 +36,7 @@ from fencepost.impl.publisher import Outcome, Policy, Publisher
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import Membership
-from fencepost.impl.stores import Store, StoreError
+from fencepost.impl.stores import Store, StoreError, StoreOpenError
 
 ORDER = IntegerOrder("offsets", successor_exact=True)
 
@@ -86,13 +86,31 @@ class Workload:
         return {(self.epoch, p): self.events(p) for p in self.names}
 
 
+#: Seconds a worker started while its server restarts waits for the store to open.
+OPEN_WAIT_SECONDS = 60.0
+
+
+def _open_waiting(location: str) -> Store:
+    """Open the store, waiting out a server that is restarting (a worker respawned in the
+    middle of a crash test meets a refused connection, or one cut during migration, and
+    does what a supervised process does: start again). Other errors are raised at once."""
+    deadline = time.monotonic() + OPEN_WAIT_SECONDS
+    while True:
+        try:
+            return open_store(location)
+        except StoreOpenError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def open_recorded(
     workload: Workload, worker: str, history_dir: str, lost: float, seed: int
 ) -> tuple[RecordingStore, LogWriter]:
     """The workload's store for ``worker``, recorded; with ``lost`` > 0, each call's
     response is lost with that probability, half of them after the call applied."""
     sink = LogWriter(Path(history_dir) / f"{worker}.jsonl")
-    inner: Store = open_store(workload.location)
+    inner: Store = _open_waiting(workload.location)
     if lost > 0:
         inner = FaultyStore(inner, seed, lose_after=lost / 2, lose_before=lost / 2)
     return RecordingStore(inner, sink, worker), sink

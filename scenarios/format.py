@@ -419,6 +419,10 @@ def scenario_files(paths: Sequence[FilePath | str]) -> list[FilePath]:
             if path.suffix != ".toml":
                 raise ScenarioError(str(path), None, "", "a scenario file ends in .toml")
             out.append(path)
+        elif path.exists():
+            raise ScenarioError(
+                str(path), None, "", "not a regular file or folder (a device or a pipe?)"
+            )
         else:
             raise ScenarioError(str(path), None, "", "no such file or folder")
     return out

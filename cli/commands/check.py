@@ -29,7 +29,13 @@ from rich.status import Status
 from rich.table import Table
 
 from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, PartResult, junit_xml, run_part
-from fencepost.views.output import check_output, report_options, wants_report, write_outputs
+from fencepost.views.output import (
+    check_output,
+    report_options,
+    wants_report,
+    write_output,
+    write_outputs,
+)
 
 
 def _parse_only(values: tuple[str, ...]) -> list[str]:
@@ -129,11 +135,8 @@ def command(
                 click.echo(f"\n== {r.name}: details")
             for detail in r.details:
                 out.print(detail, markup=False, soft_wrap=True)
-    try:
-        if junit is not None:
-            junit.write_text(junit_xml(run.results), encoding="utf-8")
-    except OSError as exc:
-        raise click.FileError(str(junit), hint=exc.strerror or str(exc)) from None
+    if junit is not None:
+        write_output(junit, junit_xml(run.results))
     if wants_report(html, summary_md):
         from fencepost.views.check import check_report
 

@@ -213,14 +213,9 @@ def _check_outputs(junit: Path | None, report_dir: Path | None, save: Path | Non
     Finding out after a long search that the JUnit file or the regression file
     cannot be written would lose the result.
     """
-    for path, option in ((junit, "--junit"), (save, "--save")):
-        if path is None or path.is_dir():
-            continue
-        parent = path.parent
-        if not parent.is_dir():
-            raise click.BadParameter(
-                f"{path}: the folder {parent} does not exist; create it first", param_hint=option
-            )
+    check_output(junit, "--junit")
+    if save is not None and not save.is_dir():  # a folder keeps every failure
+        check_output(save, "--save")
     if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
         raise click.BadParameter(f"{report_dir} exists and is not a folder", param_hint="--report")
     if report_dir is not None and not report_dir.exists() and not report_dir.parent.is_dir():

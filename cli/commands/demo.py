@@ -22,10 +22,12 @@ import os
 import secrets
 import sys
 import time
+from typing import NoReturn
 
 import click
 
 from fencepost.impl.cuts import Cut, compare_cuts, minimum, same_claim
+from fencepost.impl.errors import InvalidValue
 from fencepost.impl.faults import OPERATIONS, FaultyStore
 from fencepost.impl.open import open_store
 from fencepost.impl.provider import Event, ProviderTimeout
@@ -35,14 +37,33 @@ from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import PublicationRecord
 from fencepost.impl.simulated import SimulatedSource
 from fencepost.impl.stores import (
-    DefiniteStoreError,
+    CorruptStore,
     IndefiniteStoreError,
     Store,
+    StoreBehind,
     StoreError,
     StoreOpenError,
+    StreamConflict,
+    require_not_behind,
 )
 
 STREAM = "demo"
+
+#: The most events a demo holds (partitions x events): the simulated source keeps every
+#: event in memory (about 200 bytes each, the store's copy aside), so 1,000,000 stays
+#: well under a gigabyte.
+MAX_EVENTS = 1_000_000
+
+#: Exit status when the store is unusable (corrupt, foreign, unreachable, failed
+#: mid-run after its retries): bad input or environment, not a finding.
+EXIT_STORE = 2
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A FloatRange lets NaN through (every comparison with it is false): refuse it."""
+    if value != value:
+        raise click.BadParameter("a number of seconds, not NaN", ctx, param)
+    return value
 
 
 def _handle(event: Event) -> str:
@@ -85,6 +106,7 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
 @click.option(
     "--interval",
     type=click.FloatRange(0, 60),
+    callback=_finite,
     default=0.2,
     show_default=True,
     help="Seconds to sleep between rounds.",
@@ -95,6 +117,13 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     default=2,
     show_default=True,
     help="Pages read per partition per round.",
+)
+@click.option(
+    "--seen-revision",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The record's revision a previous run reported: refuse to resume (exit 1) from a "
+    "store whose record is older (rolled back underneath).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @click.option(
@@ -119,7 +148,7 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
     type=click.FloatRange(0.1, 3600),
     default=5.0,
     show_default=True,
-    callback=lambda ctx, param, value: _finite(value, "--seconds"),
+    callback=_finite,
     help="postgres-outbox: how long the writers write.",
 )
 @click.option(
@@ -151,6 +180,7 @@ def command(
     seed: int,
     interval: float,
     pages: int,
+    seen_revision: int | None,
     as_json: bool,
     source_kind: str,
     writers: int,
@@ -163,7 +193,9 @@ def command(
     """Ingest a simulated paginated source into a store and publish its frontier.
 
     Kill it at any moment and run it again with the same --db: it resumes from
-    the durable state with no regression and no lost outcome.
+    the durable state with no regression and no lost outcome. Exit 0 when every
+    event has an outcome and the frontier is final, 1 on a regression (also a
+    store behind --seen-revision), 2 on bad options or an unusable store.
 
     With --source postgres-outbox: writer processes insert into an outbox on a
     real PostgreSQL while fencepost's readers and publisher run beside a naive
@@ -178,9 +210,13 @@ def command(
                 "--events applies to --source simulated; the outbox's rows come from "
                 "--writers and --seconds"
             )
-        simulated_only = sorted({"record_path", "lose_responses"} & given)
+        simulated_only = sorted({"record_path", "lose_responses", "seen_revision"} & given)
         if simulated_only:
-            flag = {"record_path": "--record", "lose_responses": "--lose-responses"}
+            flag = {
+                "record_path": "--record",
+                "lose_responses": "--lose-responses",
+                "seen_revision": "--seen-revision",
+            }
             raise click.UsageError(f"{flag[simulated_only[0]]} applies to --source simulated only")
         raise SystemExit(
             run(
@@ -199,11 +235,17 @@ def command(
     outbox_only = sorted({"writers", "seconds", "layout", "keep"} & given)
     if outbox_only:
         raise click.UsageError(f"--{outbox_only[0]} applies to --source postgres-outbox only")
+    if partitions * events > MAX_EVENTS:
+        raise click.BadParameter(
+            f"--partitions x --events is {partitions * events:,} events; the demo holds "
+            f"every event in memory and takes at most {MAX_EVENTS:,}",
+            param_hint="--events",
+        )
     source = SimulatedSource(seed, partitions, events)
     membership = source.membership()
     try:
         store = open_store(db)
-    except StoreOpenError as exc:
+    except (StoreOpenError, InvalidValue) as exc:
         raise click.BadParameter(str(exc), param_hint="--db") from None
     worker = f"demo-{os.getpid()}-{secrets.token_hex(2)}"
     work: Store = store
@@ -217,20 +259,26 @@ def command(
         work = RecordingStore(work, log, worker)
     try:
         work.create_stream(STREAM, membership)
-    except DefiniteStoreError as exc:
-        store.close()
+        if seen_revision is not None:
+            require_not_behind(store, STREAM, seen_revision)
+        code = _run(store, work, worker, source, db, interval, pages, as_json)
+    except StreamConflict as exc:
         raise click.BadParameter(
             f"{db} holds a demo of another source ({exc}); use the same --seed, "
             "--partitions and --events as before, or another --db",
             param_hint="--db",
         ) from None
-    try:
-        code = _run(store, work, worker, source, db, interval, pages, as_json)
+    except StoreBehind as exc:
+        click.echo(f"REGRESSION on open: {db}: {exc}", err=True)
+        code = 1
+    except CorruptStore as exc:
+        _store_failed(str(exc))
     except StoreError as exc:
         # Durable state is intact (every write is atomic); say what failed, no traceback.
-        raise click.ClickException(
-            f"the store failed: {exc}; run the demo again to resume"
-        ) from None
+        _store_failed(
+            f"the store failed: {exc}; nothing acknowledged was lost: run the demo again "
+            "to resume once the store works"
+        )
     finally:
         store.close()
         if log is not None:
@@ -239,13 +287,6 @@ def command(
             if lost:
                 click.echo(f"warning: {lost} audit line(s) dropped (disk full?)", err=True)
     raise SystemExit(code)
-
-
-def _finite(value: float, name: str) -> float:
-    """A FloatRange lets NaN through (every comparison with it is false): refuse it."""
-    if value != value:
-        raise click.BadParameter("not a number; give seconds, e.g. 5", param_hint=name)
-    return value
 
 
 def _given_options() -> set[str]:
@@ -257,6 +298,11 @@ def _given_options() -> set[str]:
         if name != "source_kind"
         and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
     }
+
+
+def _store_failed(message: str) -> NoReturn:
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(EXIT_STORE)
 
 
 def _run(

@@ -22,7 +22,13 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from fencepost.views.output import check_output, report_options, wants_report, write_outputs
+from fencepost.views.output import (
+    check_output,
+    report_options,
+    wants_report,
+    write_output,
+    write_outputs,
+)
 
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
@@ -42,6 +48,7 @@ def _targets(choice: str, sut: str | None) -> tuple[str, ...]:
 
 
 def _junit(results: list[object]) -> str:
+    from fencepost.harness.report import xml_text
     from fencepost.scenarios.outcome import TargetResult
 
     suite = ElementTree.Element("testsuite", name="fencepost scenarios")
@@ -59,14 +66,15 @@ def _junit(results: list[object]) -> str:
         total += r.seconds
         if r.status == "fail":
             failures += 1
-            node = ElementTree.SubElement(case, "failure", message=r.detail)
-            node.text = "\n".join(r.narrative)
+            # A SUT's words are untrusted: only characters XML can carry.
+            node = ElementTree.SubElement(case, "failure", message=xml_text(r.detail))
+            node.text = xml_text("\n".join(r.narrative))
         elif r.status == "error":
             errors += 1
-            ElementTree.SubElement(case, "error", message=r.detail)
+            ElementTree.SubElement(case, "error", message=xml_text(r.detail))
         elif r.status == "skip":
             skipped += 1
-            ElementTree.SubElement(case, "skipped", message=r.detail)
+            ElementTree.SubElement(case, "skipped", message=xml_text(r.detail))
     suite.set("tests", str(len(results)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
@@ -152,6 +160,7 @@ def command(
             raise click.BadParameter("the SUT command is empty", param_hint="--sut")
     check_output(html, "--html")
     check_output(summary_md, "--summary-md")
+    check_output(junit, "--junit")
     library = load(paths)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if library.errors:
@@ -169,7 +178,7 @@ def command(
     results = run_all(library.scenarios, options)
     failed = [r for r in results if not r.ok]
     if junit is not None:
-        junit.write_text(_junit(list(results)), encoding="utf-8")
+        write_output(junit, _junit(list(results)))
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(

@@ -1,4 +1,4 @@
-"""Writing a report where the user asked: ``--html FILE``, ``--summary-md FILE``, CI summaries.
+"""Writing output files where asked: ``--html``, ``--summary-md``, ``--junit``, CI summaries.
 
 The Markdown summary is also appended to the file ``GITHUB_STEP_SUMMARY`` names
 whenever that variable is set (GitHub Actions sets it in every step), so a
@@ -56,15 +56,20 @@ def check_output(path: Path | None, option: str) -> None:
         )
 
 
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``; an OS error becomes a click error, not a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None
+
+
 def write_outputs(report: Report, html: Path | None, summary_md: Path | None) -> None:
     """The page and the summary, as asked, and the CI job summary when there is one."""
-    try:
-        if html is not None:
-            html.write_text(render_html(report), encoding="utf-8")
-        if summary_md is not None:
-            summary_md.write_text(render_markdown(report), encoding="utf-8")
-    except OSError as exc:
-        raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
+    if html is not None:
+        write_output(html, render_html(report))
+    if summary_md is not None:
+        write_output(summary_md, render_markdown(report))
     step_summary = os.environ.get(STEP_SUMMARY)
     if step_summary:
         try:
