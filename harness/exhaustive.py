@@ -34,7 +34,7 @@ from fencepost.harness.world import (
 
 _READS_OF: dict[type, frozenset[str]] = {
     Advance: frozenset({"read_checkpoints"}),
-    Inject: frozenset({"read_checkpoints"}),
+    Inject: frozenset({"read_checkpoints", "read_checkpoint"}),
     Finalize: frozenset({"fetch_page"}),
     Reshard: frozenset({"read_membership"}),
 }

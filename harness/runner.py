@@ -46,6 +46,7 @@ from fencepost.harness.results import (
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.schedule import (
     LOSSES,
+    LOST_UNTIL_END,
     MODES,
     Action,
     Advance,
@@ -279,12 +280,11 @@ class Run(Conversation):
             return worker.role == "reader" and action.partition in self.world.membership.partitions
         if isinstance(action, Answer):
             worker = self.workers.get(action.worker)
-            if (
-                worker is None
-                or worker.pending is None
-                or worker.request is None
-                or action.mode not in MODES[worker.pending.op]
-            ):
+            if worker is None or worker.pending is None or worker.request is None:
+                return False
+            if action.mode == LOST_UNTIL_END:
+                return True
+            if action.mode not in MODES[worker.pending.op]:
                 return False
             # A scripted provider answers with its script: the page shapes do not apply.
             return not (
@@ -377,6 +377,8 @@ class Run(Conversation):
             return self._start_publish(self.workers[action.worker])
         if isinstance(action, Ingest):
             return self._start_ingest(self.workers[action.worker], action.partition)
+        if isinstance(action, Answer) and action.mode == LOST_UNTIL_END:
+            return self._lose_until_end(self.workers[action.worker])
         if isinstance(action, Answer):
             return self._answer(self.workers[action.worker], action.mode)
         if isinstance(action, Crash):
@@ -425,6 +427,11 @@ class Run(Conversation):
             stored_cp = world.inject(action.partition, action.kind, action.cut)
             if stored_cp is None:
                 text = f"operator deletes {action.partition}'s checkpoint of epoch {world.epoch}"
+            elif action.kind == "non_member":
+                text = (
+                    f"a checkpoint of {stored_cp.partition}, no member of epoch {world.epoch}, "
+                    f"is stored: {stored_cp.cut} (epoch field {stored_cp.epoch})"
+                )
             else:
                 text = (
                     f"operator stores a {action.kind} checkpoint for {action.partition}: "
@@ -433,6 +440,16 @@ class Run(Conversation):
                 )
         self._note("env", "**", text)
         return text
+
+    def _lose_until_end(self, worker: _Worker) -> str:
+        """Lose every call of the worker's request until it ends (or runs away)."""
+        request = worker.request
+        lost = 0
+        said = ""
+        while worker.pending is not None and worker.request is request and not self.stopped:
+            said = self._answer(worker, "lost")
+            lost += 1
+        return f"{worker.name}: {lost} call(s) in a row lost, not applied; {said}"
 
     def _certify(self, action: Certify) -> str:
         world = self.world

@@ -151,7 +151,15 @@ MODES: dict[str, tuple[str, ...]] = {
 #: Modes that lose a response (counted against a request's fault budget).
 LOSSES = frozenset({"lost", "applied_lost"})
 
+#: A mode of its own, for scripted bases and regression files (never enumerated by the
+#: search): the pending call and every later call of the same request lose their
+#: responses, not applied, until the request ends. A program that never gives up is a
+#: ``runaway`` at the harness's limit of calls per request: retries are bounded
+#: (docs/semantics.md section 5).
+LOST_UNTIL_END = "lost_until_end"
+
 _MODE_WORDS = {
+    LOST_UNTIL_END: "and every later call of its request lost, until the request ends",
     "ok": "answered",
     "lost": "response lost (not applied)",
     "applied_lost": "applied, then its response lost",
@@ -258,7 +266,7 @@ _SHAPES: dict[str, tuple[str, ...]] = {
     "crash": ("worker",),
 }
 
-_ALL_MODES = frozenset(m for modes in MODES.values() for m in modes)
+_ALL_MODES = frozenset({LOST_UNTIL_END, *(m for modes in MODES.values() for m in modes)})
 
 
 def action_from_json(data: object, where: str = "step") -> Action:

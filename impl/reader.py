@@ -108,8 +108,9 @@ class PartitionReader:
         everything certified before stays.
         """
         stored = self._retry(self._read_checkpoint)
-        certified = NOTHING if stored is None else stored.cut
-        token = None if stored is None else stored.token
+        own = self._trusted(stored)
+        certified = NOTHING if own is None else own.cut
+        token = None if own is None else own.token
         if self._position is not None:
             generation_then, token_then = self._position
             if generation_then == (None if stored is None else stored.generation):
@@ -137,15 +138,32 @@ class PartitionReader:
                 cut = claim.cut.validated(self.order, "page.claim.cut")
                 if compare_cuts(self.order, cut, certified) > 0:
                     stored = self._certify(cut, resume, stored)
-                    certified = NOTHING if stored is None else stored.cut
+                    certified = NOTHING if (own := self._trusted(stored)) is None else own.cut
             token = resume
             if page.next_token is None:
                 break
         if self.save_progress and token is not None and (stored is None or stored.token != token):
             stored = self._certify(certified, token, stored)
-            certified = NOTHING if stored is None else stored.cut
+            certified = NOTHING if (own := self._trusted(stored)) is None else own.cut
         self._position = (None if stored is None else stored.generation, token)
         return certified
+
+    def _trusted(self, checkpoint: Checkpoint | None) -> Checkpoint | None:
+        """``checkpoint`` if it is this pass's own: final, of this partition, epoch and scope.
+
+        Anything else stored under this key is a misconfiguration (docs/semantics.md
+        section 8): no coverage and no resume position. The pass starts from the
+        beginning and its first write replaces it, conditional on its generation.
+        """
+        if (
+            checkpoint is None
+            or checkpoint.partition != self.partition
+            or checkpoint.epoch != self.epoch
+            or checkpoint.scope != self.scope
+            or checkpoint.finality is not Finality.FINAL
+        ):
+            return None
+        return checkpoint
 
     # --- store and provider calls --------------------------------------------------
 
@@ -211,10 +229,11 @@ class PartitionReader:
                     return result.checkpoint
                 current = result.checkpoint
             # Another writer moved the checkpoint (reread done): never overwrite a claim at
-            # least as strong as ours.
-            if current is not None and compare_cuts(self.order, current.cut, cut) >= 0:
-                self._log("kept_newer_checkpoint", cut=current.cut, generation=current.generation)
-                return current
+            # least as strong as ours (a misconfigured one claims nothing we trust).
+            kept = self._trusted(current)
+            if kept is not None and compare_cuts(self.order, kept.cut, cut) >= 0:
+                self._log("kept_newer_checkpoint", cut=kept.cut, generation=kept.generation)
+                return kept
             expected = None if current is None else current.generation
             self._log("rewrite_on_newer_generation", cut=cut, attempt=attempt + 1)
         # Budget spent: report what is known to be stored, never our unwritten claim.

@@ -15,7 +15,7 @@ from fencepost.impl.memory import MemoryStore
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.provider import Claim, Event, Page, Provider, ProviderTimeout
 from fencepost.impl.reader import PartitionReader
-from fencepost.impl.records import Checkpoint, Membership
+from fencepost.impl.records import Checkpoint, Finality, Membership
 from fencepost.impl.simulated import SimulatedSource
 from fencepost.impl.stores import CheckpointWrite, IndefiniteStoreError
 
@@ -359,3 +359,43 @@ def test_final_state_is_stable_no_writes_once_caught_up() -> None:
     r.run_pass()
     r.run_pass()
     assert len(spy.writes) == count
+
+
+@pytest.mark.parametrize(
+    "misconfigured",
+    [
+        Checkpoint("A", Cut.through(100), "elsewhere", 1, "other-query", 1),  # another scope
+        Checkpoint("A", Cut.through(100), "guess", 1, "q1", 1, Finality.PROVISIONAL),
+    ],
+    ids=["wrong-scope", "provisional"],
+)
+def test_a_misconfigured_checkpoint_in_its_key_is_neither_coverage_nor_a_resume_position(
+    misconfigured: Checkpoint,
+) -> None:
+    """docs/semantics.md section 8: the pass starts from the beginning (token None), never
+    counts the stored cut as certified, and its first write replaces the misconfiguration,
+    conditional on its generation."""
+    store = new_store()
+    assert store.write_checkpoint("s", None, misconfigured).checkpoint == misconfigured
+    pages = {None: page([("e1", 1), ("e2", 2)], None, final(Cut.through(2)))}
+    provider = Script(pages)
+    cut = reader(store, provider).run_pass()
+    assert provider.asked == [None], "it resumed from a token that is not its own"
+    assert cut == Cut.through(2)
+    now = stored(store)
+    assert now is not None and now.cut == Cut.through(2) and now.generation == 2
+    assert now.scope == "q1" and now.epoch == 1 and now.finality is Finality.FINAL
+    assert set(store.outcomes("s", ["e1", "e2"])) == {"e1", "e2"}
+
+
+def test_a_conflict_with_a_misconfigured_checkpoint_is_not_taken_as_a_newer_claim() -> None:
+    """A write that loses to a checkpoint of another scope writes again on top of it."""
+    store = new_store()
+    pages = {None: page([("e1", 1)], None, final(Cut.through(1)))}
+
+    def plant(token: str | None) -> None:
+        store.write_checkpoint("s", None, Checkpoint("A", Cut.through(50), "x", 1, "other", 1))
+
+    assert reader(store, Script(pages, before=plant)).run_pass() == Cut.through(1)
+    now = stored(store)
+    assert now is not None and now.scope == "q1" and now.cut == Cut.through(1)
