@@ -507,11 +507,31 @@ def _confirm_fresh(
     )
 
 
+class _Counted:
+    """A :class:`SutFactory` that counts the processes (or sessions) it starts."""
+
+    def __init__(self, inner: SutFactory) -> None:
+        self.inner = inner
+        self.started = 0
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
+
+    def start(self, worker: str) -> Channel:
+        self.started += 1
+        return self.inner.start(worker)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def conform(
     factory: SutFactory, options: ConformOptions = ConformOptions(), progress: Progress = _quiet
 ) -> ConformReport:
     """Test the SUT ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
+    factory = counted = _Counted(factory)
     hello, broken = greet(factory, options.timeout)
     name = hello.name if hello is not None else ""
     declared = hello.levels if hello is not None else ()
@@ -551,7 +571,7 @@ def conform(
             seconds=time.monotonic() - started,
             problem=problem,
             integers=integers,
-            processes=pool.started if pool is not None else 0,
+            processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
         )

@@ -95,6 +95,8 @@ def test_without_reset_every_run_starts_fresh_processes() -> None:
     report = conform(factory, ConformOptions(levels=frozenset({"checkpointer"}), schedules=2))
     assert report.ok, report.failures and str(report.failures[0].violation)
     assert report.reused == 0
+    # Every process is counted, kept or not (each run's workers, and the handshake's).
+    assert report.processes > report.runs
 
 
 #: Bugs that must be caught without the algebra level too (every bug of the example:
