@@ -7,6 +7,8 @@ reset, keep state across a reset), so each test shows one harness behaviour.
 
 from __future__ import annotations
 
+import sys
+
 import json
 import re
 from collections.abc import Callable
@@ -195,7 +197,7 @@ def test_a_harness_bug_is_an_internal_error_not_a_verdict(
 
     monkeypatch.setattr(conformance, "run_case", broken)
     result = CliRunner().invoke(
-        main, ["conform", "--levels", "algebra", "--", "python", "-m", "fencepost", "sut"]
+        main, ["conform", "--levels", "algebra", "--", sys.executable, "-m", "fencepost", "sut"]
     )
     assert result.exit_code == 3, result.output
     assert "INTERNAL ERROR" in result.output and "not a verdict" in result.output
