@@ -7,10 +7,9 @@ reset, keep state across a reset), so each test shows one harness behaviour.
 
 from __future__ import annotations
 
-import sys
-
 import json
 import re
+import sys
 from collections.abc import Callable
 
 import pytest
