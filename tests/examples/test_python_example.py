@@ -150,7 +150,7 @@ def test_fewer_levels_are_conformant(levels: str) -> None:
     ],
 )
 def test_bug_is_caught(bug: str, rule: str) -> None:
-    status, summary = conform("--bug", bug)
+    status, summary = conform("--bug", bug, fail_fast=True)
     assert status == 1
     assert summary["conformant"] is False
     assert rule in rules(summary)
