@@ -8,7 +8,7 @@ Three sub-models, split by assume-guarantee (docs/model.md):
     generation-fenced checkpoint writes by concurrent readers of one partition,
     including a late pass whose write loses to a newer checkpoint. Guarantee:
     every stored final checkpoint is true about the ground truth
-    (``ingest_truth``) and never moves back (``checkpoint_monotonicity``).
+    (``checkpoint_truth``) and never moves back (``checkpoint_monotonicity``).
 ``publication``
     Publishers as step-wise processes (read record, read membership, read
     checkpoints, write) several at once, with lost responses both ways,

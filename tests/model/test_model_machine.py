@@ -193,7 +193,7 @@ def test_every_invariant_reports_a_state_built_to_break_it() -> None:
         base._replace(publishers=(liar, base.publishers[1]))
     )
     false_cp = _with_checkpoints(base, 1, _good(through(0)), _good(through(0)))
-    assert INVARIANTS_BY_NAME["ingest_truth"].check(false_cp)
+    assert INVARIANTS_BY_NAME["checkpoint_truth"].check(false_cp)
     part = false_cp.partitions[0]
     settled = part._replace(truth=Truth((), 0b11, 0b11), peaks=(through(1), *part.peaks[1:]))
     regressed = false_cp._replace(partitions=(settled, false_cp.partitions[1]))

@@ -405,7 +405,7 @@ from fencepost.properties.refinement import RefinementFailure, RefinementMachine
 @pytest.mark.parametrize(
     ("scenario", "invariants"),
     [
-        ("untrue checkpoint", {"ingest_truth"}),
+        ("untrue checkpoint", {"checkpoint_truth"}),
         ("unsound record", {"soundness", "no_relabeling"}),
         ("record moves back", {"monotone_publication"}),
         ("checkpoint moves back", {"checkpoint_monotonicity"}),
