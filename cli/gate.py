@@ -79,21 +79,34 @@ def _proofs(options: GateOptions) -> PartResult:
 
 def _explore(options: GateOptions) -> PartResult:
     from fencepost.model.config import PARTS, default_config
-    from fencepost.model.explorer import HOLDS, explore, render_counterexample
+    from fencepost.model.explorer import (
+        HOLDS,
+        VACUOUS,
+        explore,
+        render_counterexample,
+        render_unreached,
+    )
 
     lines: list[str] = []
     failures: list[str] = []
     states = 0
+    reached = 0
     for part in PARTS:
         result = explore(default_config(part), keep_graph=False)
         states += result.states
+        reached += len(result.reached)
         lines.append(f"{part}: {result.states:,} states, depth {result.depth}, {result.verdict}")
-        if result.verdict != HOLDS:
+        if result.verdict == VACUOUS:
+            failures.append(render_unreached(result))
+        elif result.verdict != HOLDS:
             failures.append(render_counterexample(result) if result.violation else lines[-1])
     if failures:
         return PartResult("explore", False, "; ".join(lines), tuple(failures))
     return PartResult(
-        "explore", True, f"{states:,} states, all invariants hold ({'; '.join(lines)})"
+        "explore",
+        True,
+        f"{states:,} states, all invariants hold, {reached} sometimes properties reached "
+        f"({'; '.join(lines)})",
     )
 
 

@@ -1,10 +1,17 @@
 """``fencepost explore``: exhaustively explore the protocol model within bounds.
 
 Each part (ingest, publication, composed) is explored breadth first from its
-default bounds, overridden by the options given. Exit codes: 0 every invariant
-holds in every reachable state; 1 a counterexample was found (or ``--max-states``
-stopped the exploration before the bounds were exhausted, so nothing was
-proved); 2 a usage error (unknown mutant, bad bounds).
+default bounds, overridden by the options given. Every invariant (an *always*
+property) is checked in every reachable state, and every *sometimes* property
+the part must reach (:mod:`fencepost.model.sometimes`) on every transition;
+each is printed as reached, with the steps to its first occurrence.
+
+Exit codes: 0 every invariant holds in every reachable state and every
+situation was reached; 1 a counterexample was found, or ``--max-states``
+stopped the exploration before the bounds were exhausted, or a situation was
+never reached (verdict ``vacuous``: the invariants about it passed vacuously,
+so the run proves less than it claims; it is a finding about the bounds, not
+bad input, hence 1 and not 2); 2 a usage error (unknown mutant, bad bounds).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from rich.table import Table
 from fencepost.model.config import PARTS, POLICIES, ConfigError, ModelConfig, default_config
 from fencepost.model.explorer import (
     HOLDS,
+    VACUOUS,
     VIOLATED,
     Exploration,
     ExploreResult,
@@ -28,8 +36,10 @@ from fencepost.model.explorer import (
     explore_parts,
     graphs_dot,
     render_counterexample,
+    render_unreached,
 )
 from fencepost.model.mutants import MUTANTS
+from fencepost.model.sometimes import applicable
 
 #: Above this many states in total, --dot refuses to draw the whole graph.
 DOT_GRAPH_LIMIT = 3000
@@ -75,6 +85,7 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
             if f.init and f.name not in ("part", "mutant")
         },
     }
+    out["sometimes"] = _sometimes_json(result)
     if result.violation is not None and result.counterexample is not None:
         v = result.violation
         out["violation"] = {
@@ -103,6 +114,45 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
             for step in result.counterexample
         ]
     return out
+
+
+def _sometimes_json(result: ExploreResult) -> list[dict[str, Any]]:
+    """Each situation the part must reach: reached (steps, by which action) or not."""
+    rows: list[dict[str, Any]] = []
+    for s in applicable(result.config):
+        hit = result.reached.get(s.name)
+        rows.append(
+            {
+                "name": s.name,
+                "doc": s.doc,
+                "about": list(s.about),
+                "reached": hit is not None,
+                "steps": None if hit is None else hit.steps,
+                "by": None if hit is None else hit.action,
+            }
+        )
+    return rows
+
+
+def _print_sometimes(console: Console, exploration: Exploration) -> None:
+    """One table of the sometimes properties: part, property, where first reached."""
+    table = Table(title="sometimes (situations each part must reach)")
+    for column in ("part", "property", "reached", "keeps honest"):
+        table.add_column(
+            column,
+            justify="right" if column == "reached" else "left",
+            no_wrap=column != "keeps honest",
+            overflow="fold",
+        )
+    for r in exploration.results:
+        if r.verdict not in (HOLDS, VACUOUS):
+            continue  # stopped early: the situations were not all looked for
+        for s in applicable(r.config):
+            hit = r.reached.get(s.name)
+            where = f"{hit.steps} steps" if hit is not None else "[bold red]NEVER[/]"
+            table.add_row(r.part, s.name, where, ", ".join(s.about))
+    if table.row_count:
+        console.print(table)
 
 
 def _print_table(console: Console, exploration: Exploration) -> None:
@@ -224,9 +274,12 @@ def command(
     """Exhaustively explore the protocol model within bounds.
 
     Prints distinct states, transitions, depth, states per second and the
-    verdict per part; on a violation, the shortest counterexample step by step
-    and the invariant it breaks. Exit 0: every invariant holds; 1: a
-    counterexample (or an exploration cut short by --max-states); 2: usage error.
+    verdict per part, then each sometimes property (a situation the part must
+    reach, so that no invariant passes vacuously) with the steps to where it
+    was first reached; on a violation, the shortest counterexample step by step
+    and the invariant it breaks. Exit 0: every invariant holds and every
+    situation was reached; 1: a counterexample, an exploration cut short by
+    --max-states, or a situation never reached (vacuous); 2: usage error.
     """
     console = Console(highlight=False)
     if list_mutants:
@@ -273,9 +326,12 @@ def command(
         click.echo(json.dumps(payload, indent=2))
     else:
         _print_table(console, exploration)
+        _print_sometimes(console, exploration)
         for r in exploration.results:
             if r.verdict == VIOLATED:
                 click.echo(render_counterexample(r))
+            elif r.verdict == VACUOUS:
+                click.echo(render_unreached(r))
             elif r.verdict != HOLDS:
                 click.echo(
                     f"part '{r.part}': stopped at --max-states {max_states:,} before exhausting "
