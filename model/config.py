@@ -309,7 +309,8 @@ DEFAULTS: dict[str, ModelConfig] = {
         partitions=1,
         publishers=0,
         readers=2,
-        events_per_partition=3,
+        events_per_partition=2,
+        positions=(0, 0),
         epochs=1,
         reader_retries=1,
         save_progress=True,
@@ -334,6 +335,16 @@ DEFAULTS: dict[str, ModelConfig] = {
 
 
 def default_config(part: str, **overrides: Any) -> ModelConfig:
-    """The default bounds of ``part`` with some fields overridden (validated)."""
+    """The default bounds of ``part`` with some fields overridden (validated).
+
+    Overriding an event count without the matching positions drops the
+    default's explicit layout for the default one of that many events.
+    """
     _choice("part", part, PARTS)
+    for count, layout in (
+        ("events_per_partition", "positions"),
+        ("moved_events", "moved_positions"),
+    ):
+        if count in overrides and layout not in overrides:
+            overrides[layout] = None
     return DEFAULTS[part].replace(**overrides)

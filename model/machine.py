@@ -66,6 +66,7 @@ from fencepost.model.state import (
     READING,
     REREADING,
     SCOPE_MISMATCH,
+    SETTLING,
     UNCHANGED,
     UNSUPPORTED_FINALITY,
     WITHHELD,
@@ -105,7 +106,7 @@ def initial(config: ModelConfig) -> State:
     """
     ctx = context_for(config)
     epochs = config.epochs
-    reader = Reader(IDLE, config.passes, 0, NOTHING, NOTHING, 0, 0, 0, 0, -1)
+    reader = Reader(IDLE, config.passes, 0, NOTHING, NOTHING, 0, 0, 0, 0, False, -1)
     readers = (reader,) * config.readers if ctx.has_readers else ()
     part = Partition(
         Truth((), 0, 0), (MISSING,) * epochs, (0,) * epochs, (NOTHING,) * epochs, readers
@@ -415,7 +416,7 @@ def _set_reader(part: Partition, j: int, reader: Reader, truth: Truth | None = N
 
 
 def _idle_reader(reader: Reader) -> Reader:
-    return Reader(IDLE, reader.passes_left, 0, NOTHING, NOTHING, 0, 0, 0, 0, -1)
+    return Reader(IDLE, reader.passes_left, 0, NOTHING, NOTHING, 0, 0, 0, 0, False, -1)
 
 
 def _reader_start(
@@ -440,6 +441,7 @@ def _reader_start(
         0,
         token,
         ctx.reader_retries,
+        False,
         part.generations[e - 1],
     )
     moves.append((act, _set_reader(part, j, new)))
@@ -546,16 +548,20 @@ def _reader_write(
 ) -> None:
     """``write_checkpoint`` conditional on the expected generation, or the pass ends.
 
-    A paging reader writes a final claim strictly above the cut it read, after
+    A paging reader writes a final claim strictly above the cut it holds, after
     recording every outcome it was handed; with nothing new to certify its pass
-    ends, after a token-only progress write (production reader, ``save_progress``)
-    when its token moved. A reader ``writing again`` must write next. The store
-    applies the write only if the stored generation is still the expected one
-    (storing expected + 1); otherwise it conflicts, answering with the stored
-    checkpoint. The simple reader's pass ends at its write whatever the answer;
-    the production reader's ends on an acknowledged write, rewrites after a
-    lost race while its claim is still strictly ahead (within its retry
-    budget), and rereads after a lost response (:func:`_reader_reread`).
+    ends, with a token-only progress write first (production reader,
+    ``save_progress``) when its token differs from the stored one. A reader
+    ``writing again`` must write next. The store applies the write only if the
+    stored generation is still the expected one (storing expected + 1);
+    otherwise it conflicts, answering with the stored checkpoint.
+
+    The simple reader's pass ends at its write whatever the answer. The
+    production reader goes on paging from what is stored once its write is
+    settled (acknowledged, or a newer checkpoint kept) -- or ends, after its
+    closing progress write --; after a lost race it rewrites while its claim
+    is still strictly ahead (:func:`_after_lost_race`); after a lost response
+    it rereads (:func:`_reader_reread`).
     """
     cfg = ctx.config
     succ = ctx.successor
@@ -570,6 +576,7 @@ def _reader_write(
         purpose = "claim"
     elif cfg.save_progress and reader.token != reader.base_token:
         purpose = "progress"
+        reader = reader._replace(closing=True)
     else:
         moves.append((ctx.action("end_pass", name, pname, e), idle))
         return
@@ -577,24 +584,19 @@ def _reader_write(
     cut = reader.claim
     expecting = f"generation {reader.expected}" if reader.expected else "no checkpoint"
     in_doubt = reader._replace(phase=REREADING)
+    detail = write_detail(expecting, purpose)
     if current == reader.expected:
-        stored = _store_checkpoint(
-            idle,
-            part.truth,
-            e,
-            Checkpoint(cut, reader.token, cfg.scope, e, True),
-            current + 1,
-            succ,
-        )
-        detail = write_detail(expecting, purpose)
+        written = Checkpoint(cut, reader.token, cfg.scope, e, True)
+        stored = _store_checkpoint(part, part.truth, e, written, current + 1, succ)
         act = ctx.action("write_checkpoint", name, pname, e, cut, "ok", detail=detail)
-        moves.append((act, stored))
+        if production:
+            moves.append((act, _set_reader(stored, j, _settled(ctx, stored, reader))))
+        else:
+            moves.append((act, _set_reader(stored, j, _idle_reader(reader))))
         if cfg.lost_responses:
             act = ctx.action("write_checkpoint", name, pname, e, cut, "lost-applied", detail=detail)
-            if production:
-                moves.append((act, _set_reader(stored, j, in_doubt)))
-            else:
-                moves.append((act, stored))
+            after = in_doubt if production else _idle_reader(reader)
+            moves.append((act, _set_reader(stored, j, after)))
     elif not production:
         detail = write_detail(expecting, purpose, "adopt" if ctx.mutant == "overwrite" else "")
         act = ctx.action("write_checkpoint", name, pname, e, cut, "conflict", detail=detail)
@@ -607,30 +609,57 @@ def _reader_write(
         decision, after = _after_lost_race(ctx, part, reader, current)
         detail = write_detail(expecting, purpose, decision)
         act = ctx.action("write_checkpoint", name, pname, e, cut, "conflict", detail=detail)
-        moves.append((act, idle if after is None else _set_reader(part, j, after)))
+        moves.append((act, _set_reader(part, j, after)))
     if cfg.lost_responses:
         detail = write_detail(expecting, purpose)
         act = ctx.action("write_checkpoint", name, pname, e, cut, "lost-not-applied", detail=detail)
         moves.append((act, _set_reader(part, j, in_doubt) if production else idle))
 
 
+def _settled(ctx: Context, part: Partition, reader: Reader) -> Reader:
+    """The production reader once its write is settled, holding what ``part`` stores.
+
+    After the closing progress write the pass ends. Otherwise it goes on paging
+    from its own token, holding the stored checkpoint: its cut (which the next
+    claim must exceed: a claim of its own that was not written is forgotten),
+    token and generation, with a fresh retry budget for its next write.
+    """
+    if reader.closing:
+        return _idle_reader(reader)
+    e = reader.epoch
+    cp = part.checkpoints[e - 1]
+    return Reader(
+        READING,
+        reader.passes_left,
+        e,
+        cp.cut,
+        cp.cut,
+        reader.token,
+        0,
+        cp.token if cp.epoch else NO_TOKEN,
+        ctx.reader_retries,
+        False,
+        part.generations[e - 1],
+    )
+
+
 def _after_lost_race(
     ctx: Context, part: Partition, reader: Reader, current: int
-) -> tuple[str, Reader | None]:
+) -> tuple[str, Reader]:
     """What the production reader does on learning a newer generation ``current`` is stored.
 
-    Its claim still strictly ahead of the stored cut and a retry left: it
-    rewrites on that generation (``rewrite``: it must write next). Otherwise
-    the pass ends: the stored claim is at least as strong (``keep``), or the
-    budget is spent (``gave_up``). Returns the decision and the reader after it
-    (``None``: idle). The ``overwrite`` mutant rewrites even over a stronger claim.
+    The stored claim at least as strong: it keeps it and goes on from it
+    (``keep``). Its own claim still strictly ahead and a retry left: it
+    rewrites on that generation (``rewrite``: it must write next). Budget
+    spent: it gives up and rereads what is stored (``gave_up``). The
+    ``overwrite`` mutant rewrites even over a stronger claim.
     """
     stored = part.checkpoints[reader.epoch - 1]
     ahead = _rank(reader.claim, ctx.successor) > _rank(stored.cut, ctx.successor)
     if not ahead and ctx.mutant != "overwrite":
-        return "keep", None
+        return "keep", _settled(ctx, part, reader)
     if not reader.retries_left:
-        return "gave_up", None
+        return "gave_up", reader._replace(phase=SETTLING)
     again = reader._replace(
         phase=WRITING, base=stored.cut, retries_left=reader.retries_left - 1, expected=current
     )
@@ -640,35 +669,37 @@ def _after_lost_race(
 def _reader_reread(
     ctx: Context, i: int, j: int, name: str, part: Partition, moves: LocalMoves
 ) -> None:
-    """The production reader's authoritative read after a lost checkpoint-write response.
+    """The production reader's authoritative read of its checkpoint.
 
-    The stored checkpoint is exactly the one it wrote, one generation past the
-    expected one: ``written`` (the pass ends). The expected generation is still
-    stored: the write was not applied, so it writes again (``retry``) within
-    its budget, else gives up. A newer generation: as after a conflict
-    (:func:`_after_lost_race`). It never concludes from the missing response.
+    After a lost write response: the stored checkpoint is exactly the one it
+    wrote, one generation past the expected one: ``written``. The expected
+    generation is still stored: the write was not applied, so it writes again
+    (``retry``) within its budget, else gives up. A newer generation: as after
+    a conflict (:func:`_after_lost_race`). It never concludes from the missing
+    response. After giving up (``giving up``): it goes on from what is stored
+    (``settle``).
     """
     reader = part.readers[j]
     e = reader.epoch
     current = part.generations[e - 1]
     stored = part.checkpoints[e - 1]
     mine = Checkpoint(reader.claim, reader.token, ctx.config.scope, e, True)
-    after: Reader | None
-    if current == reader.expected + 1 and stored == mine:
-        decision, after = "written", None
+    if reader.phase == SETTLING:
+        decision, after = "settle", _settled(ctx, part, reader)
+    elif current == reader.expected + 1 and stored == mine:
+        decision, after = "written", _settled(ctx, part, reader)
     elif current == reader.expected:
         if reader.retries_left:
             decision = "retry"
             after = reader._replace(phase=WRITING, retries_left=reader.retries_left - 1)
         else:
-            decision, after = "gave_up", None
+            decision, after = "gave_up", reader._replace(phase=SETTLING)
     else:
         decision, after = _after_lost_race(ctx, part, reader, current)
     act = ctx.action(
         "read_checkpoint", name, ctx.partition_names[i], e, detail=f"authoritative:{decision}"
     )
-    new = _idle_reader(reader) if after is None else after
-    moves.append((act, _set_reader(part, j, new)))
+    moves.append((act, _set_reader(part, j, after)))
 
 
 # ---------------------------------------------------------------------------

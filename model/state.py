@@ -49,7 +49,17 @@ FETCHED = 2
 WRITING = 3
 #: Production reader only: a checkpoint write's response was lost; it must reread next.
 REREADING = 4
-READER_PHASES = ("idle", "paging", "holding a page", "writing again", "in doubt")
+#: Production reader only: its retry budget is spent; it rereads what is stored and goes on
+#: from there.
+SETTLING = 5
+READER_PHASES = (
+    "idle",
+    "paging",
+    "holding a page",
+    "writing again",
+    "in doubt",
+    "giving up",
+)
 
 #: A reader's token before it holds any: no checkpoint was stored and it fetched nothing
 #: yet (the implementation's ``None``, which differs from every issued token).
@@ -118,10 +128,11 @@ class Reader(NamedTuple):
     read, or what a lost race showed it), ``claim`` the best final claim of its
     pass so far, ``token`` its provider cursor (:data:`NO_TOKEN` before it
     holds one), ``pending`` the events of the page it holds whose outcomes are
-    not yet recorded. ``base_token`` is the token of the checkpoint it read (a
-    token-only progress write is due when the cursor differs from it) and
+    not yet recorded. ``base_token`` is the token of the checkpoint it holds (a
+    token-only progress write is due when the cursor differs from it),
     ``retries_left`` how many more writes its current claim may make after the
-    first (the implementation's ``max_retries``).
+    first (the implementation's ``max_retries``), and ``closing`` whether the
+    write under way is the progress write that ends the pass.
     """
 
     phase: int
@@ -133,11 +144,12 @@ class Reader(NamedTuple):
     pending: int
     base_token: int
     retries_left: int
+    closing: bool
     expected: int
 
 
 #: Readers before this field index are compared as they are by the explorer's keys.
-READER_EXPECTED = 9
+READER_EXPECTED = 10
 
 
 class Partition(NamedTuple):
@@ -385,6 +397,7 @@ _CHECKPOINT_REREAD = {
     "rewrite": "a newer generation claims less: rewrites on it",
     "keep": "a newer generation claims at least as much: kept, the pass ends",
     "gave_up": "its write is not stored and the retry budget is spent: gives up",
+    "settle": "after giving up: goes on from what is stored",
 }
 
 

@@ -16,10 +16,10 @@ SMALL = ["--part", "publication", "--publishers", "1", "--epochs", "1"]
 def test_holding_bounds_exit_zero_with_the_figures_and_every_situation_reached() -> None:
     result = CliRunner(env={"COLUMNS": "200"}).invoke(command, ["--part", "composed"])
     assert result.exit_code == 0, result.output
-    for word in ("states", "transitions", "depth", "states/s", "holds", "9,931"):
+    for word in ("states", "transitions", "depth", "states/s", "holds", "15,532"):
         assert word in result.output
     assert "sometimes (situations each part must reach)" in result.output
-    assert "cutover_reset_lower" in result.output and "17 steps" in result.output
+    assert "cutover_reset_lower" in result.output and "18 steps" in result.output
     assert "NEVER" not in result.output
 
 

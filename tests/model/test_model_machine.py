@@ -11,8 +11,11 @@ from fencepost.model.machine import actions, initial, matching, merge, step, suc
 from fencepost.model.state import (
     CONFIRMED,
     HAVE_MEMBERSHIP,
+    IDLE,
     MISSING,
     PUBLISHED,
+    READING,
+    SETTLING,
     Action,
     Checkpoint,
     Publisher,
@@ -254,8 +257,24 @@ def test_a_reader_keeps_a_stronger_checkpoint_and_gives_up_when_its_budget_is_sp
     race = _one(state, "write_checkpoint", actor="A.r1", outcome="conflict")
     assert race.detail == "no checkpoint; claim; gave_up"
     after = step(state, race)
-    assert after.partitions[0].readers[0].phase == 0
+    assert after.partitions[0].readers[0].phase == SETTLING
     assert after.checkpoint(0, 1) == state.checkpoint(0, 1)
+    # It rereads what is stored (another call: others may write first) and goes on from it.
+    settle = _one(after, "read_checkpoint", actor="A.r1")
+    assert settle.detail == "authoritative:settle"
+    after = step(after, settle)
+    r1 = after.partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.claim, r1.expected) == (READING, before(0), before(0), 1)
+    # A stronger checkpoint stored first is kept, and the pass goes on from it.
+    state = _two_readers()
+    state = step(state, _page(state, "A.r2", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r2"))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r2", outcome="ok"))
+    state = step(state, _page(state, "A.r1", before(0), start=0))
+    keep = _one(state, "write_checkpoint", actor="A.r1", outcome="conflict")
+    assert keep.detail == "no checkpoint; claim; keep"
+    r1 = step(state, keep).partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.expected) == (READING, through(0), 1)
 
 
 def test_after_a_lost_response_the_reader_rereads_and_never_guesses() -> None:
@@ -265,7 +284,8 @@ def test_after_a_lost_response_the_reader_rereads_and_never_guesses() -> None:
     applied = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-applied"))
     written = _one(applied, "read_checkpoint", actor="A.r1")
     assert written.detail == "authoritative:written"
-    assert step(applied, written).partitions[0].readers[0].phase == 0
+    r1 = step(applied, written).partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.base_token, r1.expected) == (READING, through(0), r1.token, 1)
     lost = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
     retry = _one(lost, "read_checkpoint", actor="A.r1")
     assert retry.detail == "authoritative:retry"
@@ -273,6 +293,8 @@ def test_after_a_lost_response_the_reader_rereads_and_never_guesses() -> None:
     # The retry is lost too: the budget (one retry) is spent, so it gives up.
     lost = step(lost, _one(lost, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
     assert _one(lost, "read_checkpoint", actor="A.r1").detail == "authoritative:gave_up"
+    lost = step(lost, _one(lost, "read_checkpoint", actor="A.r1"))
+    assert _one(lost, "read_checkpoint", actor="A.r1").detail == "authoritative:settle"
     # Another writer moved it on meanwhile: the reread sees a newer generation.
     lost = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
     weaker = step(lost, _page(lost, "A.r2", before(0), start=0))
@@ -300,7 +322,19 @@ def test_a_pass_that_moved_its_token_ends_with_a_progress_write() -> None:
     state = step(state, progress)
     stored = state.checkpoint(0, 1)
     assert stored is not None and stored.cut == NOTHING and stored.token >= 0
+    assert state.partitions[0].readers[0].phase == IDLE  # the progress write ends the pass
     assert violations(state) == []
+
+
+def test_after_an_acknowledged_claim_the_pass_goes_on_from_what_it_wrote() -> None:
+    state = _two_readers()
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="ok"))
+    r1 = state.partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.claim, r1.expected) == (READING, through(0), through(0), 1)
+    assert r1.base_token == r1.token  # nothing more to save: the pass may end plainly
+    assert _one(state, "end_pass", actor="A.r1")
 
 
 def test_the_simple_reader_ends_its_pass_at_its_first_write() -> None:
