@@ -18,6 +18,7 @@ from fencepost.impl.orders import Coordinate, IntegerOrder, Order, StringOrder
 from fencepost.model.cuts import BEFORE, THROUGH
 from fencepost.model.cuts import NOTHING as MODEL_NOTHING
 from fencepost.model.cuts import Cut as MCut
+from fencepost.model.state import NO_TOKEN
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,10 @@ ORDERS: dict[str, Coordinates] = {
 
 
 def token_to_model(token: str | None) -> int | None:
-    """The model's provider cursor for an implementation token (None: not one we issued)."""
+    """The model's provider cursor for an implementation token (None: not one we issued).
+
+    The implementation's ``None`` (no token yet) is the model's :data:`NO_TOKEN`.
+    """
     if token is None:
-        return 0
+        return NO_TOKEN
     return int(token) if token.isdigit() else None

@@ -88,29 +88,27 @@ breaks.
   again, the implementation rereads the record while the model keeps the
   record it was just given: the reread is released in the same step;
 - the model's reader records a page's outcomes in one step, the
-  implementation one event at a time: they are released together;
-- after a checkpoint write the implementation's pass goes on from its own
-  token holding the checkpoint now stored; the model's reader starts a new
-  pass, reads that checkpoint and re-traverses (claim-less pages whose
-  outcomes are durable) up to the same token. Where that is impossible (the
-  stored token is ahead, the membership epoch moved on, the model reader's
-  budget is spent) the pass is ended at its next fetch with an empty last page.
+  implementation one event at a time: they are released together.
 
-**Implementation settings fixed because the model has no transition for
-them** (named in the report): readers run with ``max_retries=0`` (no
-immediate rewrite after losing a generation race: the model's reader ends its
-pass instead), ``save_progress=False`` (no token-only checkpoint writes), one
-:class:`PartitionReader` per pass (no resuming past the stored token), and no
-read timeouts are injected (the model's publisher gives up on one, the
-implementation's retries).
+**The implementation runs with its production settings.** Readers are
+:class:`PartitionReader` with ``max_retries`` and ``save_progress`` left at
+their defaults, and the model's reader is configured from them
+(``reader_retries``, ``save_progress``): its pass goes on after a settled
+write, rewrites after a lost race while its claim is still strictly ahead,
+rereads after a lost response, rereads again after giving up, and closes with
+a token-only progress write, each a call of its own. What remains fixed: one
+:class:`PartitionReader` per pass (as ``fencepost sut`` runs it; a reader
+object reused across passes may resume from its own position when nobody else
+wrote since, which the model does not represent), and no read timeouts are
+injected (the model's publisher gives up on one, the implementation's retries).
 
 **Steering** (what keeps 50 steps interesting; it narrows nothing the model
 allows): a publisher starts an attempt when what it reads changed since its
 last one or that one gave up; slots are drawn among those able to act; pages
 with a final claim are offered twice; some events may be final from the start;
 a reshard comes once the epoch has a published claim and ends the old epoch's
-passes; Hypothesis' target phase climbs the number of distinct kinds of
-transitions and the record's epoch.
+passes (at their next fetch); Hypothesis' target phase climbs the number of
+distinct kinds of transitions and the record's epoch.
 """
 
 from __future__ import annotations

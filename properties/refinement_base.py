@@ -139,9 +139,9 @@ class PublisherSlot:
 class ReaderSlot:
     """One reader process of a partition and the model reader (``index``) it drives.
 
-    ``worker`` is the running pass; ``lockstep`` whether the model reader
-    stands where the pass is (else the pass is ended at its next fetch);
-    ``page`` the event ids of the last page served; ``epoch`` the pass's epoch.
+    ``worker`` is the running pass; ``revoked`` whether a reshard revoked it
+    (it is ended at its next fetch); ``page`` the event ids of the last page
+    served; ``epoch`` the pass's epoch.
     """
 
     partition: int
@@ -149,7 +149,7 @@ class ReaderSlot:
     index: int
     connection: Store
     worker: Worker | None = None
-    lockstep: bool = True
+    revoked: bool = False
     page: tuple[str, ...] = ()
     epoch: int = 0
 

@@ -10,6 +10,7 @@ event, a reshard, a delayed publication write reaching the store.
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 from hypothesis import strategies as st
 from hypothesis import target
@@ -31,7 +32,6 @@ from fencepost.properties.lockstep import Reply, Worker
 from fencepost.properties.refinement_abstraction import Abstraction
 from fencepost.properties.refinement_base import (
     CALLS_PER_CRASH,
-    CHECKPOINT_FAULTS,
     DENSE_LAYOUTS,
     EPOCHS,
     PARTITIONS,
@@ -77,6 +77,10 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
         self.stats.examples += 1
         self._coords = ORDERS[order]
         layouts = SUCCESSOR_LAYOUTS if self._coords.successor else DENSE_LAYOUTS
+        self._publisher_cls = Publisher if self.mutant is None else self.mutant.publisher
+        self._reader_cls = PartitionReader if self.mutant is None else self.mutant.reader
+        # The reader runs with its production settings; the model's reader is that reader.
+        production = inspect.signature(self._reader_cls).parameters
         self.config = ModelConfig(
             part="composed",
             partitions=PARTITIONS,
@@ -93,6 +97,8 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
             successor=self._coords.successor,
             attempts=6,
             retries=RETRIES,
+            reader_retries=production["max_retries"].default,
+            save_progress=production["save_progress"].default,
             passes=6,
             page_size=2,
             overlap=True,
@@ -112,8 +118,6 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
                         break
         self._policy = Policy(policy)
         self._stream = f"refine-{next(self.stats.streams)}"
-        self._publisher_cls = Publisher if self.mutant is None else self.mutant.publisher
-        self._reader_cls = PartitionReader if self.mutant is None else self.mutant.reader
         self._env = self._connect()
         self._observer = self._connect()
         self._env.create_stream(self._stream, self._membership(1))
@@ -247,12 +251,14 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
     @precondition(lambda self: self._ready and bool(self._readers_that_can_act()))
     @rule(data=st.data())
     def reader_step(self, data: st.DataObject) -> None:
-        """One page of an ingest pass (a new pass first reads its checkpoint).
+        """The next call of an ingest pass (a new pass first reads its checkpoint).
 
-        The page's outcomes are recorded, and the checkpoint write its final
-        claim leads to is released (its fault drawn then) in the same step: nothing
-        durable happens in between, and late retries still arise from passes
-        of two readers interleaving page by page.
+        A page: its outcomes are recorded, and the checkpoint write its final
+        claim leads to is released (its fault drawn then) in the same step:
+        nothing durable happens in between. Any other call of the pass (a
+        rewrite after a lost race, a retry, a reread, the closing progress
+        write) is a step of its own, so other processes may act before it, and
+        late retries also arise from passes of two readers interleaving.
         """
         # The first reader of each partition comes up twice as often: passes make
         # progress, and the second still interleaves with it for late retries.
@@ -263,12 +269,7 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
         self._step(f"reader {name} reads on")
         if s.worker is None and not self._start_pass(s, name):
             return
-        worker = s.worker
-        assert worker is not None and worker.pending is not None
-        self._serve_page(s, name, worker.pending, data)
-        if worker.pending is not None and worker.pending.op == "write_checkpoint":
-            fault = data.draw(st.sampled_from(CHECKPOINT_FAULTS), label=f"{name}'s write")
-            self._release_checkpoint_write(s, name, worker.pending, fault)
+        self._reader_call(s, name, data)
 
     @precondition(lambda self: self._ready and bool(self._moves("finalize")))
     @rule(data=st.data())
@@ -294,8 +295,8 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
 
         Enabled once the current epoch has a published claim: the state the
         cutover rule and the epoch fence are about. Every ingest pass of the old
-        epoch stops (as a rebalance revokes partitions); readers start new
-        passes in the new epoch.
+        epoch stops (as a rebalance revokes partitions) at its next fetch, after
+        settling a write under way; readers start new passes in the new epoch.
         """
         moves = self._moves("reshard")
         labels = [a.describe() for a, _ in moves]
@@ -309,12 +310,9 @@ class RefinementMachine(PublisherSide, ReaderSide, Abstraction):
             for s in row:
                 worker = s.worker
                 if worker is not None and worker.pending is not None:
-                    name = self.ctx.reader_names[s.partition][s.index]
-                    if worker.pending.op != "fetch_page":
-                        self._fail(
-                            "reader-protocol", f"reader {name} is stopped at {worker.pending}"
-                        )
-                    self._end_pass(s, name)
+                    s.revoked = True
+                    if worker.pending.op == "fetch_page":
+                        self._end_pass(s, self.ctx.reader_names[s.partition][s.index])
 
     # ================================================================== abstraction
     @invariant()

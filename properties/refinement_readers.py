@@ -1,10 +1,18 @@
 """The refinement machine's reader side: each ingest pass's store calls against the model.
 
-A pass is served one page at a time: the provider *is* the model (a page the
-model's provider may give), the page's outcomes are recorded together (the
-model records a page in one step), and the checkpoint write its final claim
-leads to is released with a drawn fault. After each release the pass's next
-call must be one the model's reader allows.
+Every pass is a :class:`~fencepost.impl.reader.PartitionReader` with its
+production settings (``max_retries`` and ``save_progress`` left at their
+defaults; the model's reader is configured from them). A pass is served one
+page at a time: the provider *is* the model (a page the model's provider may
+give), the page's outcomes are recorded together (the model records a page in
+one step), and the checkpoint write its final claim leads to is released with
+a drawn fault. Every later call of the pass is released by a step of its own,
+so other processes may act in between, as in production: a rewrite after a
+lost race, a retry after a write the authoritative reread showed not applied,
+that reread itself, the reread after the retry budget is spent, and the
+token-only progress write that closes a pass. After each release the pass's
+next call must be the one the model's reader makes next, with the same
+arguments.
 """
 
 from __future__ import annotations
@@ -14,11 +22,21 @@ from hypothesis import strategies as st
 from fencepost.impl.provider import Claim, Event, Page
 from fencepost.impl.records import Checkpoint, Finality
 from fencepost.impl.stores import CheckpointApplied, IndefiniteStoreError
-from fencepost.model.state import FETCHED, IDLE, READER_PHASES, READING, Action
+from fencepost.model.state import (
+    FETCHED,
+    IDLE,
+    READER_PHASES,
+    READING,
+    REREADING,
+    SETTLING,
+    WRITING,
+    Action,
+)
 from fencepost.model.state import Reader as MReader
 from fencepost.properties.coordinates import token_to_model
 from fencepost.properties.lockstep import GATED_PROVIDER, GATED_STORE, Call, Reply, Worker
 from fencepost.properties.refinement_base import (
+    CHECKPOINT_FAULTS,
     END_PASS,
     SCOPE,
     MachineBase,
@@ -53,6 +71,22 @@ class ReaderSide(MachineBase):
         if self._reader_state(s).passes_left == 0 and spares:
             s.index = spares.pop(0)
 
+    def _reader_call(self, s: ReaderSlot, name: str, data: st.DataObject) -> None:
+        """Release the pass's pending call: a page (and the claim write it leads to), a
+        write (a rewrite, a retry or the closing progress write), or a reread."""
+        worker = s.worker
+        assert worker is not None and worker.pending is not None
+        call = worker.pending
+        if call.op == "fetch_page":
+            self._serve_page(s, name, call, data)
+            pending = worker.pending if s.worker is not None else None
+            if pending is not None and pending.op == "write_checkpoint":
+                self._release_checkpoint_write(s, name, pending, data)
+        elif call.op == "write_checkpoint":
+            self._release_checkpoint_write(s, name, call, data)
+        else:
+            self._release_reread(s, name, call)
+
     def _start_pass(self, s: ReaderSlot, name: str) -> bool:
         """A new pass (a fresh PartitionReader) in the current epoch: it reads its checkpoint."""
         reader = self._reader_state(s)
@@ -70,11 +104,9 @@ class ReaderSide(MachineBase):
             SCOPE,
             self._coords.order,
             handle_event,
-            max_retries=0,
-            save_progress=False,
         )
         worker = Worker(name, s.connection, impl_reader.run_pass)
-        s.worker, s.lockstep, s.page, s.epoch = worker, True, (), epoch
+        s.worker, s.revoked, s.page, s.epoch = worker, False, (), epoch
         call = worker.pending
         if call is None or call.op != "read_checkpoint":
             self._fail(
@@ -114,6 +146,13 @@ class ReaderSide(MachineBase):
         )
         return Page(events, str(page.end), claim)
 
+    def _can_end(self, name: str) -> bool:
+        """The model's reader may end its pass here (plainly, or by its progress write)."""
+        return bool(self._moves("end_pass", name)) or any(
+            a.detail is not None and a.detail.endswith("; progress")
+            for a, _ in self._moves("write_checkpoint", name)
+        )
+
     def _serve_page(self, s: ReaderSlot, name: str, call: Call, data: st.DataObject) -> None:
         worker = s.worker
         assert worker is not None
@@ -122,9 +161,6 @@ class ReaderSide(MachineBase):
         reader = self._reader_state(s)
         if partition != pname:
             self._fail("reader-protocol", f"reader {name} of {pname} fetches from {partition!r}")
-        if not s.lockstep:
-            self._end_pass(s, name)
-            return
         assert token is None or isinstance(token, str)
         if token_to_model(token) != reader.token:
             self._fail(
@@ -132,6 +168,9 @@ class ReaderSide(MachineBase):
                 f"reader {name} fetches from token {token!r} but its traversal is at "
                 f"{reader.token} (the model's provider cursor)",
             )
+        if s.revoked:
+            self._end_pass(s, name)
+            return
         # Every page the model's provider may give, those with a final claim twice
         # (they are what lets ingest progress), and the end of the pass.
         options: list[Move | None] = [
@@ -141,7 +180,7 @@ class ReaderSide(MachineBase):
                 2 if move[0].page is not None and move[0].page.claim_kind == "final" else 1
             )
         ]
-        if self._moves("end_pass", name):
+        if self._can_end(name):
             options.append(None)
         labels = [END_PASS if o is None else o[0].describe() for o in options]
         chosen = options[self._pick(data, f"page for {name}", labels)]
@@ -157,11 +196,19 @@ class ReaderSide(MachineBase):
         self._expect_reader(s, name)
 
     def _end_pass(self, s: ReaderSlot, name: str) -> None:
-        """Answer the pass's fetch with an empty last page (no next token): the pass ends."""
+        """Answer the pass's fetch with an empty last page (no next token): the pass ends.
+
+        Its token moved since the checkpoint it holds: it makes its closing
+        progress write next (the model's reader too). Otherwise it ends now.
+        """
         worker = s.worker
         assert worker is not None
         if self._reader_state(s).phase == READING:
-            self._advance_reader(self._one("end_pass", name), name, "end its pass")
+            plain = self._one("end_pass", name)
+            if plain is not None:
+                self._advance(plain)
+            elif not self._can_end(name):
+                self._fail("reader-protocol", f"the model's reader {name} cannot end its pass here")
         self._trace.append(f"impl: reader {name}'s pass is ended with an empty last page")
         worker.reply(Reply(Page((), None, None)))
         self._expect_reader(s, name)
@@ -194,9 +241,13 @@ class ReaderSide(MachineBase):
         else:
             self._advance(move)
 
-    def _release_checkpoint_write(self, s: ReaderSlot, name: str, call: Call, fault: str) -> None:
+    def _release_checkpoint_write(
+        self, s: ReaderSlot, name: str, call: Call, data: st.DataObject
+    ) -> None:
+        """The write with a drawn fault: acknowledged, response lost after or before it."""
         worker = s.worker
         assert worker is not None
+        fault = data.draw(st.sampled_from(CHECKPOINT_FAULTS), label=f"{name}'s write")
         _, expected, checkpoint = call.args
         assert isinstance(checkpoint, Checkpoint)
         self._trace.append(f"impl: reader {name} calls {call}")
@@ -227,59 +278,22 @@ class ReaderSide(MachineBase):
         else:
             self._advance(move)
         worker.reply(reply)
-        while worker.pending is not None and worker.pending.op == "read_checkpoint":
-            reread = worker.pending
-            self._trace.append(f"impl: reader {name} rereads its checkpoint: {reread}")
-            worker.reply(Reply(worker.perform(reread)))
-        if worker.finished is None:
-            token = token_to_model(checkpoint.token)
-            self._resync(s, name, -1 if token is None else token)
         self._expect_reader(s, name)
 
-    def _resync(self, s: ReaderSlot, name: str, own: int) -> None:
-        """Bring the model's reader to where the implementation's pass goes on.
-
-        The implementation's pass holds the checkpoint now stored (what it wrote,
-        or the newer one it lost to) and continues from its own token ``own``.
-        The model's reader starts a new pass (reads that checkpoint) and
-        re-traverses, with claim-less pages whose outcomes are already durable,
-        up to ``own``. If it cannot, the pass is ended at its next fetch.
-        """
-        reader = self._reader_state(s)
-        start = self._one("read_checkpoint", name)
-        if (
-            reader.phase != IDLE
-            or reader.passes_left == 0
-            or start is None
-            or start[0].epoch != s.epoch
-        ):
-            # The model's reader starts passes in the current epoch only.
-            s.lockstep = False
-            return
-        self.stats.coverage["reader resync"] += 1
-        self._advance(start, " (bookkeeping: the pass goes on from the stored checkpoint)")
-        reader = self._reader_state(s)
-        while reader.token < own:
-            want = (reader.token, min(reader.token + self.config.page_size, own), "")
-            ghost = next(
-                (
-                    move
-                    for move in self._moves("fetch_page", name)
-                    if move[0].page is not None
-                    and (move[0].page.start, move[0].page.end, move[0].page.claim_kind) == want
-                ),
-                None,
-            )
-            if ghost is None:
-                break
-            self._advance(ghost, " (bookkeeping: events the implementation's pass already holds)")
-            if self._reader_state(s).phase == FETCHED:
-                self._advance_reader(self._one("record_outcomes", name), name, "record")
-            reader = self._reader_state(s)
-        s.lockstep = reader.token == own
+    def _release_reread(self, s: ReaderSlot, name: str, call: Call) -> None:
+        """The pass rereads its checkpoint: after a lost response, or after giving up."""
+        worker = s.worker
+        assert worker is not None
+        pname = self.ctx.partition_names[s.partition]
+        if call.args != (self._stream, s.epoch, pname):
+            self._fail("reader-protocol", f"reader {name} rereads the wrong checkpoint: {call}")
+        self._trace.append(f"impl: reader {name} rereads its checkpoint: {call}")
+        self._advance_reader(self._one("read_checkpoint", name), name, "reread its checkpoint")
+        worker.reply(Reply(worker.perform(call)))
+        self._expect_reader(s, name)
 
     def _expect_reader(self, s: ReaderSlot, name: str) -> None:
-        """After a release: the pass's next call must be one the model's reader allows."""
+        """After a release: the pass's next call must be the one the model's reader makes."""
         worker = s.worker
         assert worker is not None
         reader = self._reader_state(s)
@@ -300,8 +314,8 @@ class ReaderSide(MachineBase):
         call = worker.pending
         assert call is not None
         ahead = reader.phase == READING and self._rank(reader.claim) > self._rank(reader.base)
-        if call.op == "fetch_page":
-            if s.lockstep and ahead:
+        if call.op == "fetch_page" and reader.phase == READING:
+            if ahead:
                 self._fail(
                     "reader-certify",
                     f"reader {name} was given the final claim "
@@ -309,24 +323,38 @@ class ReaderSide(MachineBase):
                     f"{self._coords.cut_to_impl(reader.base)} and fetches on without certifying it",
                 )
         elif call.op == "write_checkpoint":
-            self._expect_checkpoint_write(s, name, call, ahead)
+            self._expect_checkpoint_write(s, name, call)
+        elif call.op == "read_checkpoint" and reader.phase in (REREADING, SETTLING):
+            pass
         else:
             self._fail(
                 "reader-protocol",
                 f"reader {name} goes on to {call} but the model's reader "
-                f"({READER_PHASES[reader.phase]}) fetches or certifies next",
+                f"({READER_PHASES[reader.phase]}) {self._expected_reader_call(reader)}",
+                land=worker,
             )
 
-    def _expect_checkpoint_write(self, s: ReaderSlot, name: str, call: Call, ahead: bool) -> None:
+    @staticmethod
+    def _expected_reader_call(reader: MReader) -> str:
+        return {
+            IDLE: "has ended its pass",
+            READING: "fetches or certifies next",
+            FETCHED: "records the page's outcomes next",
+            WRITING: "writes again next",
+            REREADING: "rereads its checkpoint next (its write's response was lost)",
+            SETTLING: "rereads its checkpoint next (it gave up writing)",
+        }[reader.phase]
+
+    def _expect_checkpoint_write(self, s: ReaderSlot, name: str, call: Call) -> None:
         _, expected, cp = call.args
         assert isinstance(cp, Checkpoint)
         reader = self._reader_state(s)
         wrote = f"writes checkpoint {cp.cut} (token {cp.token!r}) expecting generation {expected}"
-        if not s.lockstep or not ahead:
-            state = "its pass ended" if reader.phase == IDLE else "it holds no new final claim"
+        if not self._moves("write_checkpoint", name):
             self._fail(
                 "reader-certify",
-                f"reader {name} {wrote}, but the model's reader has nothing to certify ({state})",
+                f"reader {name} {wrote}, but the model's reader "
+                f"({READER_PHASES[reader.phase]}) {self._expected_reader_call(reader)}",
                 land=s.worker,
             )
         got = (

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from fencepost.model.state import Action
+from fencepost.model.state import Action, split_write_detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ class RunStats:
 
     ``coverage`` counts what the runs exercised, keyed by :func:`coverage_key`
     (model transitions, with their outcome) plus the harness's own events
-    (``publisher crash``, ``reader resync``).
+    (``publisher crash``).
     """
 
     examples: int = 0
@@ -73,14 +73,25 @@ class RunStats:
 
 
 def coverage_key(action: Action) -> str:
-    """A model transition's kind with the choice that matters: outcome, decision, claim."""
+    """A model transition's kind with the choice that matters: outcome, decision, claim.
+
+    A checkpoint write also names why it was made when not for a new claim
+    (``progress``, ``again``) and, on a conflict, what the reader decided
+    (``keep``, ``rewrite``, ``gave_up``): ``write_checkpoint:conflict:rewrite``.
+    """
     kind = action.kind
     if kind == "read_publication":
         return f"{kind}:{action.detail}" if action.detail else kind
     if kind == "read_checkpoints":
         return f"{kind}:{action.detail}"
-    if kind in ("write_publication", "write_checkpoint"):
+    if kind == "write_publication":
         return f"{kind}:{action.outcome}"
+    if kind == "write_checkpoint":
+        _, purpose, decision = split_write_detail(action.detail)
+        extra = ("" if purpose == "claim" else f":{purpose}") + (f":{decision}" if decision else "")
+        return f"{kind}:{action.outcome}{extra}"
+    if kind == "read_checkpoint":
+        return f"{kind}:{action.detail}" if action.detail else kind
     if kind == "fetch_page" and action.page is not None:
         page = action.page
         shape = "empty" if page.start == page.end else "overlap" if page.overlap else "new"
