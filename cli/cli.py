@@ -19,7 +19,7 @@ from fencepost import __version__
 #: subcommand name -> (module under fencepost.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("explore", "Exhaustively explore the protocol model within bounds."),
-    "prove": ("prove", "Prove the cut-algebra theorems with Z3."),
+    "prove": ("prove", "Prove the cut algebra, or (--protocol) section 7 at any size, with Z3."),
     "demo": ("demo", "Ingest a simulated source or a real PostgreSQL outbox, and publish."),
     "sut": ("sut", "Speak the conformance protocol with fencepost's own implementation."),
     "conform": ("conform", "Test any implementation through the JSON-lines protocol."),

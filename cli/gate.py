@@ -2,7 +2,9 @@
 
 Each *part* is one kind of evidence that the frontier logic is still right:
 
-- ``proofs``: the cut-algebra theorems, each with its expected Z3 verdict;
+- ``proofs``: the cut-algebra theorems, each with its expected Z3 verdict, and the
+  protocol's safety at any size (section 7 as inductive invariants, every
+  obligation proved);
 - ``explore``: bounded exhaustive exploration of the model; every invariant holds;
 - ``mutants``: every known bug switched on in the model is still caught (the
   invariants have teeth);
@@ -64,6 +66,7 @@ class Part:
 
 def _proofs(options: GateOptions) -> PartResult:
     from fencepost.properties.proofs import THEOREMS
+    from fencepost.properties.protocol_proof import PROVED, prove_all
 
     bad: list[str] = []
     for theorem in THEOREMS.values():
@@ -74,27 +77,55 @@ def _proofs(options: GateOptions) -> PartResult:
                 + (f" ({result.detail})" if result.detail else "")
             )
     n = len(THEOREMS)
+    # The protocol's safety for any size: section 7 as inductive invariants.
+    obligations = prove_all()
+    for o in obligations:
+        if o.status != PROVED:
+            bad.append(
+                f"{o.obligation.name}: {o.status}"
+                + (f" ({o.detail})" if o.detail else "")
+                + " -- run `fencepost prove --protocol` for the counterexample"
+            )
+    m = len(obligations)
     if bad:
         return PartResult(
-            "proofs", False, f"{len(bad)} of {n} theorems not as expected", tuple(bad)
+            "proofs",
+            False,
+            f"{len(bad)} of {n} theorems and {m} protocol obligations not as expected",
+            tuple(bad),
         )
-    return PartResult("proofs", True, f"{n} theorems, each with its expected verdict")
+    return PartResult(
+        "proofs",
+        True,
+        f"{n} theorems, each with its expected verdict; {m} protocol obligations proved "
+        "(section 7 at any size)",
+    )
 
 
 def _explore(options: GateOptions) -> PartResult:
     from fencepost.model.config import PARTS, default_config
-    from fencepost.model.explorer import HOLDS, explore, render_counterexample
+    from fencepost.model.explorer import (
+        HOLDS,
+        VACUOUS,
+        explore,
+        render_counterexample,
+        render_unreached,
+    )
 
     lines: list[str] = []
     failures: list[str] = []
     results = []
     states = 0
+    reached = 0
     for part in PARTS:
         result = explore(default_config(part), keep_graph=False)
         results.append(result)
         states += result.states
+        reached += len(result.reached)
         lines.append(f"{part}: {result.states:,} states, depth {result.depth}, {result.verdict}")
-        if result.verdict != HOLDS:
+        if result.verdict == VACUOUS:
+            failures.append(render_unreached(result))
+        elif result.verdict != HOLDS:
             failures.append(render_counterexample(result) if result.violation else lines[-1])
     if failures:
         return PartResult(
@@ -103,7 +134,8 @@ def _explore(options: GateOptions) -> PartResult:
     return PartResult(
         "explore",
         True,
-        f"{states:,} states, all invariants hold ({'; '.join(lines)})",
+        f"{states:,} states, all invariants hold, {reached} sometimes properties reached "
+        f"({'; '.join(lines)})",
         evidence=tuple(results),
     )
 
@@ -206,7 +238,7 @@ def _conformance(options: GateOptions) -> PartResult:
 PARTS: dict[str, Part] = {
     part.name: part
     for part in (
-        Part("proofs", "Z3 theorems of the cut algebra", _proofs),
+        Part("proofs", "Z3: the cut algebra, and section 7 at any size", _proofs),
         Part("explore", "bounded exhaustive exploration of the model", _explore),
         Part("mutants", "every model mutant caught", _mutants),
         Part("refinement", "model and implementation in lockstep (Hypothesis)", _refinement),

@@ -33,6 +33,7 @@ _CEILINGS = {
     "epochs": 6,
     "attempts": 6,
     "retries": 6,
+    "reader_retries": 6,
     "passes": 6,
     "page_size": 6,
 }
@@ -74,6 +75,18 @@ class ModelConfig:
     may repeat the previous page's last event), ``bad_checkpoints`` (kinds of
     bad first checkpoints the publication environment may store).
 
+    Readers: ``reader_retries`` picks the reader. ``None`` is the simple reader
+    (a pass ends at its first checkpoint write, whatever its answer); an integer
+    is the production reader (``fencepost.impl.reader.PartitionReader`` with
+    ``max_retries`` = this many): after a lost response it rereads its
+    checkpoint (authoritative read) and, within that many extra writes, writes
+    again when its write was not applied or rewrites after a lost race while its
+    claim is still strictly ahead. ``save_progress`` (production reader only)
+    adds the token-only progress write at the end of a pass: the same cut with
+    the token reached, when that token differs from the stored one. The
+    explored defaults and the refinement check use the production reader; the
+    simple one remains for drivers written against it.
+
     ``policy`` is the membership cutover policy, ``scope`` the stream's query
     scope, ``mutant`` at most one known bug switched on
     (:data:`fencepost.model.mutants.MUTANTS`).
@@ -94,6 +107,8 @@ class ModelConfig:
     successor: bool = False
     attempts: int = 1
     retries: int = 1
+    reader_retries: int | None = None
+    save_progress: bool = False
     passes: int = 1
     page_size: int = 1
     overlap: bool = True
@@ -127,9 +142,22 @@ class ModelConfig:
             ("page_size", 0),
         ):
             _int_in(name, getattr(self, name), low, _CEILINGS[name])
-        for name in ("lost_responses", "in_flight", "read_timeouts", "successor", "overlap"):
+        if self.reader_retries is not None:
+            _int_in("reader_retries", self.reader_retries, 0, _CEILINGS["reader_retries"])
+        for name in (
+            "lost_responses",
+            "in_flight",
+            "read_timeouts",
+            "successor",
+            "overlap",
+            "save_progress",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.save_progress and self.reader_retries is None:
+            raise ConfigError(
+                "save_progress needs the production reader: set reader_retries (0 or more)"
+            )
         if not isinstance(self.scope, str) or not self.scope:
             raise ConfigError(f"scope must be a non-empty string, got {self.scope!r}")
         if not isinstance(self.bad_checkpoints, tuple):
@@ -269,30 +297,54 @@ def _default_moved(count: int, coordinates: int, successor: bool) -> tuple[Fract
 
 
 #: Default bounds per part: small enough to explore in seconds, large enough that
-#: every mutant's counterexample is reached (pinned in tests/model).
+#: every mutant's counterexample and every ``sometimes`` property is reached (pinned in
+#: tests/model). Faults and the merge over several partitions are explored in each half
+#: of the assume-guarantee split; the composed part checks that they fit: one partition
+#: whose checkpoints come from real passes, two passes and two publication attempts (one
+#: in each epoch), no lost responses, under the ``reset`` policy, so that the default
+#: exploration reaches a cutover under each policy (``monotone`` in publication).
 DEFAULTS: dict[str, ModelConfig] = {
     "ingest": ModelConfig(
         part="ingest",
         partitions=1,
         publishers=0,
         readers=2,
-        events_per_partition=3,
+        events_per_partition=2,
+        positions=(0, 0),
         epochs=1,
+        reader_retries=1,
+        save_progress=True,
     ),
     "publication": ModelConfig(part="publication"),
     "composed": ModelConfig(
         part="composed",
-        partitions=2,
+        partitions=1,
         publishers=1,
         readers=1,
         events_per_partition=1,
         epochs=2,
+        attempts=2,
+        passes=2,
         overlap=False,
+        lost_responses=False,
+        policy="reset",
+        reader_retries=1,
+        save_progress=True,
     ),
 }
 
 
 def default_config(part: str, **overrides: Any) -> ModelConfig:
-    """The default bounds of ``part`` with some fields overridden (validated)."""
+    """The default bounds of ``part`` with some fields overridden (validated).
+
+    Overriding an event count without the matching positions drops the
+    default's explicit layout for the default one of that many events.
+    """
     _choice("part", part, PARTS)
+    for count, layout in (
+        ("events_per_partition", "positions"),
+        ("moved_events", "moved_positions"),
+    ):
+        if count in overrides and layout not in overrides:
+            overrides[layout] = None
     return DEFAULTS[part].replace(**overrides)

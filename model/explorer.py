@@ -6,9 +6,10 @@ invariant. States are deduplicated by a *canonical key*:
 
 * **Revision and generation numbers are abstracted.** A publisher's held
   revision matters only through equality with the record's current revision,
-  and a reader's expected generation only through equality with the stored
-  generation: both only ever grow, so "still current" is all a transition or an
-  invariant can observe. The record's ``op_id`` and a publisher's attempt
+  and a reader's expected generation only through its gap to the stored
+  generation (current, one write past it for a reader rereading after a lost
+  response, or further): both only ever grow, so that gap is all a transition
+  or an invariant can observe. The record's ``op_id`` and a publisher's attempt
   counter are write-only (no transition or invariant reads them) and are left
   out. States differing only there are bisimilar.
 * **Symmetry reduction.** Partitions are sorted as wholes (ground truth,
@@ -44,6 +45,7 @@ from fencepost.model.config import ModelConfig
 from fencepost.model.cuts import NOTHING
 from fencepost.model.invariants import INVARIANTS, Invariant
 from fencepost.model.machine import initial, successors
+from fencepost.model.sometimes import Sometimes, applicable
 from fencepost.model.state import (
     CONFIRMED,
     PUBLISHED,
@@ -51,16 +53,21 @@ from fencepost.model.state import (
     PUBLISHER_PHASES,
     READER_EXPECTED,
     READER_PHASES,
+    REREADING,
     Action,
     Partition,
     Publisher,
+    Reader,
     State,
 )
 
-#: Verdicts.
+#: Verdicts. ``vacuous``: every invariant holds in every reachable state, but a situation
+#: the part must reach (a ``sometimes`` property) never was, so some invariant passed
+#: vacuously within these bounds.
 HOLDS = "holds"
 VIOLATED = "violated"
 INCOMPLETE = "incomplete"
+VACUOUS = "vacuous"
 
 #: New states between two looks at the clock and the memory in use (a cheap read).
 _CHECK_EVERY = 1024
@@ -96,15 +103,28 @@ class ExploreProgress:
 _CLAIMS = (PUBLISHED, CONFIRMED)
 
 
+def _generation_gap(reader: Reader, generations: tuple[int, ...]) -> int:
+    """How the stored generation stands to the one a reader expects, as far as it can matter.
+
+    0: the expected one is current; 1: one write past it (only kept for a reader
+    rereading after a lost response, which compares the stored checkpoint with
+    the one it wrote); 2: anything else (idle, or moved on).
+    """
+    if reader.epoch == 0:
+        return 2
+    gap = generations[reader.epoch - 1] - reader.expected
+    if gap == 0:
+        return 0
+    return 1 if gap == 1 and reader.phase == REREADING else 2
+
+
 def _partition_abstract(part: Partition, symmetry: bool) -> tuple[Any, ...]:
-    """A partition less its generation numbers (readers keep "my expected one is current")."""
+    """A partition less its generation numbers (readers keep their gap, see
+    :func:`_generation_gap`)."""
     if not part.readers:
         return (part.truth, part.checkpoints, part.peaks)
     gens = part.generations
-    readers = [
-        (*r[:READER_EXPECTED], r.epoch > 0 and r.expected == gens[r.epoch - 1])
-        for r in part.readers
-    ]
+    readers = [(*r[:READER_EXPECTED], _generation_gap(r, gens)) for r in part.readers]
     if symmetry:
         readers.sort()
     return (part.truth, part.checkpoints, part.peaks, tuple(readers))
@@ -223,6 +243,15 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Reached:
+    """Where a ``sometimes`` property was first reached: steps from the start, and by what."""
+
+    name: str
+    steps: int
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
 class Violation:
     """The invariant a counterexample breaks (the first in INVARIANTS order) and any others."""
 
@@ -246,6 +275,8 @@ class ExploreResult:
     counterexample: list[Step] | None = None
     violation: Violation | None = None
     symmetry: bool = True
+    reached: dict[str, Reached] = field(default_factory=dict)
+    unreached: tuple[Sometimes, ...] = ()
     representatives: list[State] = field(default_factory=list)
     edges: array[int] | None = None
     #: Why an ``incomplete`` exploration stopped: ``max_states`` or ``max_memory``.
@@ -298,9 +329,10 @@ class Exploration:
 
     @property
     def verdict(self) -> str:
-        """``violated`` if any part is, else ``incomplete`` if any hit the cap, else ``holds``."""
+        """``violated`` if any part is, else ``incomplete`` if any hit the cap, else
+        ``vacuous`` if any left a situation unreached, else ``holds``."""
         verdicts = {r.verdict for r in self.results}
-        for v in (VIOLATED, INCOMPLETE):
+        for v in (VIOLATED, INCOMPLETE, VACUOUS):
             if v in verdicts:
                 return v
         return HOLDS
@@ -336,6 +368,7 @@ def explore(
     max_memory: int | None = None,
     progress: Callable[[ExploreProgress], None] | None = None,
     progress_every: float = 2.0,
+    sometimes: Sequence[Sometimes] | None = None,
 ) -> ExploreResult:
     """Explore every state reachable within ``config``'s bounds, breadth first.
 
@@ -344,9 +377,14 @@ def explore(
     (verdict ``incomplete``, ``stopped_by`` saying which): ``max_states``
     distinct states, or ``max_memory`` bytes in use by the process (looked at
     every 1,024 new states, so it is overshot by at most that many states'
-    worth, about 1 KB each). Otherwise the verdict is ``holds``: no reachable
-    state breaks any of them. ``progress`` is called about every
-    ``progress_every`` seconds with an :class:`ExploreProgress`.
+    worth, about 1 KB each). Otherwise every transition was also checked
+    against the ``sometimes`` properties (by default those
+    :func:`~fencepost.model.sometimes.applicable` to ``config``): the verdict is
+    ``holds`` when each was reached (``result.reached`` says where first), else
+    ``vacuous`` (``result.unreached`` lists them). Checking them costs one test
+    per transition and unreached property, nothing once all are reached.
+    ``progress`` is called about every ``progress_every`` seconds with an
+    :class:`ExploreProgress`.
     """
     started = time.perf_counter()
     start = initial(config)
@@ -362,6 +400,8 @@ def explore(
     transitions = 0
     depth = 0
     checks = [inv.check for inv in invariants]
+    waiting = list(applicable(config) if sometimes is None else sometimes)
+    reached: dict[str, Reached] = {}
     found = _violated(start, invariants)
     frontier = [0] if found is None else []
     capped = False
@@ -376,6 +416,12 @@ def explore(
             part_ids, pub_ids = rep_ids[sid]
             for action, new in successors(state):
                 transitions += 1
+                if waiting:
+                    for situation in [s for s in waiting if s.check(state, action, new)]:
+                        waiting.remove(situation)
+                        reached[situation.name] = Reached(
+                            situation.name, depth + 1, action.describe()
+                        )
                 k, pids, qids = keyer.key(new, state, part_ids, pub_ids)
                 tid = seen.get(k)
                 if tid is None:
@@ -436,6 +482,7 @@ def explore(
         seconds=seconds,
         verdict=HOLDS,
         symmetry=symmetry,
+        reached=reached,
         representatives=reps if keep_graph else [],
         edges=edges if keep_graph else None,
     )
@@ -453,6 +500,9 @@ def explore(
     elif capped:
         result.verdict = INCOMPLETE
         result.stopped_by = stopped_by
+    elif waiting:
+        result.verdict = VACUOUS
+        result.unreached = tuple(waiting)
     return result
 
 
@@ -466,6 +516,7 @@ def explore_parts(
     max_memory: int | None = None,
     progress: Callable[[ExploreProgress], None] | None = None,
     progress_every: float = 2.0,
+    sometimes: Sequence[Sometimes] | None = None,
 ) -> Exploration:
     """Explore each configuration (typically one per part) in turn."""
     return Exploration(
@@ -479,6 +530,7 @@ def explore_parts(
                 max_memory=max_memory,
                 progress=progress,
                 progress_every=progress_every,
+                sometimes=sometimes,
             )
             for c in configs
         ]
@@ -589,6 +641,20 @@ def render_counterexample(result: ExploreResult) -> str:
     out.append(f"  {v.message}")
     if v.also:
         out.append(f"  (the same state also breaks: {', '.join(v.also)})")
+    return "\n".join(out)
+
+
+def render_unreached(result: ExploreResult) -> str:
+    """Why a ``vacuous`` exploration fails: each situation never reached, in domain words."""
+    if not result.unreached:
+        return ""
+    out = [
+        f"part '{result.part}': {len(result.unreached)} situation(s) never reached within these "
+        "bounds, so the invariants about them passed vacuously (nothing is proved about them):"
+    ]
+    for s in result.unreached:
+        out.append(f"  - {s.name}: {s.doc} (keeps {', '.join(s.about)} honest)")
+    out.append("  raise the bounds (or restore the defaults) until every one is reached")
     return "\n".join(out)
 
 

@@ -158,7 +158,7 @@ def lost_response_honesty(state: State) -> str | None:
     return None
 
 
-def ingest_truth(state: State) -> str | None:
+def checkpoint_truth(state: State) -> str | None:
     """Every stored final checkpoint of the stream's scope is true about the ground truth.
 
     The ingest guarantee of the assume-guarantee split: for the checkpoint of
@@ -225,7 +225,7 @@ def _inv(check: Callable[[State], str | None]) -> Invariant:
 #: Checked on every reachable state, in this order (the first broken one is the headline).
 INVARIANTS: tuple[Invariant, ...] = (
     _inv(checkpoint_monotonicity),
-    _inv(ingest_truth),
+    _inv(checkpoint_truth),
     _inv(epoch_fence),
     _inv(lost_response_honesty),
     _inv(monotone_publication),

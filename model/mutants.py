@@ -49,7 +49,7 @@ _ALL = (
         "the ingest pass certifies 'through' the largest event it observed instead of the "
         "provider's final claim",
         "docs/semantics.md section 3: the largest event observed is never coverage",
-        (("ingest", "ingest_truth"),),
+        (("ingest", "checkpoint_truth"),),
     ),
     Mutant(
         "epsilon",
@@ -84,7 +84,7 @@ _ALL = (
         "non-final claims are accepted: the ingest pass certifies a provider's non-final "
         "claim and the merge accepts provisional checkpoints",
         "apache/beam #37326 (an unprocessed end timestamp was claimed)",
-        (("ingest", "ingest_truth"), ("publication", "soundness")),
+        (("ingest", "checkpoint_truth"), ("publication", "soundness")),
     ),
     Mutant(
         "scope-blind",

@@ -44,7 +44,26 @@ PUBLISHER_PHASES = (
 
 READING = 1
 FETCHED = 2
-READER_PHASES = ("idle", "paging", "holding a page")
+#: Production reader only (``reader_retries`` set): it must write again next (a rewrite
+#: after a lost race, or a retry after a write the authoritative reread showed not applied).
+WRITING = 3
+#: Production reader only: a checkpoint write's response was lost; it must reread next.
+REREADING = 4
+#: Production reader only: its retry budget is spent; it rereads what is stored and goes on
+#: from there.
+SETTLING = 5
+READER_PHASES = (
+    "idle",
+    "paging",
+    "holding a page",
+    "writing again",
+    "in doubt",
+    "giving up",
+)
+
+#: A reader's token before it holds any: no checkpoint was stored and it fetched nothing
+#: yet (the implementation's ``None``, which differs from every issued token).
+NO_TOKEN = -1
 
 #: Attempt outcomes (docs/semantics.md section 5); "" = no attempt reported yet.
 PUBLISHED = "published"
@@ -104,10 +123,16 @@ class Truth(NamedTuple):
 class Reader(NamedTuple):
     """One ingest worker bound to a partition (a pass at a time).
 
-    ``expected`` is the generation it read (0: no checkpoint existed, -1: idle);
-    ``base`` the cut it read, ``claim`` the best final claim of its pass so far,
-    ``token`` its provider cursor, ``pending`` the events of the page it holds
-    whose outcomes are not yet recorded.
+    ``expected`` is the generation its next write names (0: no checkpoint
+    existed, -1: idle); ``base`` the cut stored under that generation (what it
+    read, or what a lost race showed it), ``claim`` the best final claim of its
+    pass so far, ``token`` its provider cursor (:data:`NO_TOKEN` before it
+    holds one), ``pending`` the events of the page it holds whose outcomes are
+    not yet recorded. ``base_token`` is the token of the checkpoint it holds (a
+    token-only progress write is due when the cursor differs from it),
+    ``retries_left`` how many more writes its current claim may make after the
+    first (the implementation's ``max_retries``), and ``closing`` whether the
+    write under way is the progress write that ends the pass.
     """
 
     phase: int
@@ -117,11 +142,14 @@ class Reader(NamedTuple):
     claim: Cut
     token: int
     pending: int
+    base_token: int
+    retries_left: int
+    closing: bool
     expected: int
 
 
 #: Readers before this field index are compared as they are by the explorer's keys.
-READER_EXPECTED = 7
+READER_EXPECTED = 10
 
 
 class Partition(NamedTuple):
@@ -298,10 +326,12 @@ class Action:
       ``lost-applied``, ``lost-not-applied``, ``in-flight``; detail = what a
       conflict leads to), ``delayed_write`` (the store applies a write that was
       in flight when its response timed out);
-    * readers: ``read_checkpoint``, ``fetch_page`` (page), ``record_outcomes``
+    * readers: ``read_checkpoint`` (detail ``authoritative:<decision>`` for the
+      reread after a lost response), ``fetch_page`` (page), ``record_outcomes``
       (detail = event names), ``write_checkpoint`` (cut; outcome ``ok``,
-      ``conflict``, ``lost-applied``, ``lost-not-applied``; detail = expected
-      generation), ``end_pass``;
+      ``conflict``, ``lost-applied``, ``lost-not-applied``; detail = the expected
+      generation, then ``; <purpose>`` and for a conflict ``; <decision>``, see
+      :func:`write_detail`), ``end_pass``;
     * environment: ``finalize`` (detail = event), ``certify`` (a true cut),
       ``bad_checkpoint`` (detail = ``provisional``/``scope``/``epoch``),
       ``reshard`` (epoch = the new epoch; partition = where events move).
@@ -344,6 +374,53 @@ _REREAD = {
     "gave_up": "not confirmed and the retry budget is spent: gives up",
     "same-epoch": "the epoch changed, yet it recomputes in the epoch it holds",
 }
+
+#: Why a reader writes: its pass's new final claim, a token-only progress write at the
+#: end of a pass, or again (a rewrite after a lost race, a retry of a lost write).
+_PURPOSE = {
+    "claim": "",
+    "progress": " (progress: the same cut with the token reached)",
+    "again": " again",
+}
+
+_CONFLICT_DECISION = {
+    "": "",
+    "keep": "; it claims at least as much: kept, the pass ends",
+    "rewrite": "; it claims less: rewrites on it",
+    "gave_up": "; it claims less but the retry budget is spent: gives up",
+    "adopt": "; adopts the stored generation and writes its old cut again",
+}
+
+_CHECKPOINT_REREAD = {
+    "written": "its write is stored",
+    "retry": "its write was not applied: writes again",
+    "rewrite": "a newer generation claims less: rewrites on it",
+    "keep": "a newer generation claims at least as much: kept, the pass ends",
+    "gave_up": "its write is not stored and the retry budget is spent: gives up",
+    "settle": "after giving up: goes on from what is stored",
+}
+
+
+def write_detail(expecting: str, purpose: str, decision: str = "") -> str:
+    """The detail of a ``write_checkpoint`` action: expected generation; purpose[; decision].
+
+    ``purpose`` is one of ``claim`` (a new final claim), ``progress`` (the same
+    cut with the token reached), ``again`` (a rewrite after a lost race, or a
+    retry of a write that was not applied);
+    ``decision`` (conflicts only) one of ``keep``, ``rewrite``, ``gave_up``,
+    ``adopt`` (the ``overwrite`` mutant), or empty for the simple reader.
+    """
+    return f"{expecting}; {purpose}" + (f"; {decision}" if decision else "")
+
+
+def split_write_detail(detail: str | None) -> tuple[str, str, str]:
+    """``(expecting, purpose, decision)`` of a ``write_checkpoint`` action's detail."""
+    parts = (detail or "").split("; ")
+    expecting = parts[0]
+    purpose = parts[1] if len(parts) > 1 else "claim"
+    decision = parts[2] if len(parts) > 2 else ""
+    return expecting, purpose, decision
+
 
 _BAD = {
     "provisional": "a provisional checkpoint",
@@ -391,6 +468,11 @@ def _describe(a: Action) -> str:
             "its revision still current"
         )
     if kind == "read_checkpoint":
+        if a.detail and a.detail.startswith("authoritative"):
+            return (
+                f"reader {who} rereads the checkpoint of {a.partition} in epoch {a.epoch} "
+                f"(authoritative read): {_CHECKPOINT_REREAD[a.detail.split(':', 1)[1]]}"
+            )
         return (
             f"reader {who} starts a pass: reads the checkpoint of {a.partition} in epoch {a.epoch}"
         )
@@ -404,12 +486,13 @@ def _describe(a: Action) -> str:
     if kind == "record_outcomes":
         return f"reader {who} records durable outcomes of {a.detail}"
     if kind == "write_checkpoint":
+        expecting, purpose, decision = split_write_detail(a.detail)
         what = (
-            f"reader {who} writes checkpoint {a.partition} {a.cut} in epoch {a.epoch} "
-            f"expecting {a.detail}"
+            f"reader {who} writes checkpoint {a.partition} {a.cut}{_PURPOSE[purpose]} in epoch "
+            f"{a.epoch} expecting {expecting}"
         )
         if a.outcome == "conflict":
-            return f"{what}: conflict, a newer generation is stored"
+            return f"{what}: conflict, a newer generation is stored{_CONFLICT_DECISION[decision]}"
         return f"{what}: {_WRITE_OUTCOMES[a.outcome or 'ok']}"
     if kind == "end_pass":
         return f"reader {who} ends its pass with nothing new to certify"
@@ -462,6 +545,8 @@ class Context:
             tuple(f"{p}.r{j + 1}" for j in range(config.readers)) for p in self.partition_names
         )
         self.has_readers = config.part in ("ingest", "composed") and config.readers > 0
+        self.production_reader = config.reader_retries is not None
+        self.reader_retries = config.reader_retries or 0
         self.has_publishers = config.part in ("publication", "composed") and config.publishers > 0
         self.monotone = config.policy == "monotone"
         self._views: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}

@@ -1,10 +1,14 @@
 """Machine-checked properties of fencepost.
 
 - ``fencepost.properties.proofs``: Z3 proofs of the before/through cut algebra, derived
-  from the downset definition of docs/semantics.md section 2, and the Z3 decision procedure the
-  implementation's comparison is cross-checked against.
+  from the downset definition of docs/semantics.md section 2 (``cut_encoding``,
+  ``cut_solving``, ``cut_theorems``), and the Z3 decision procedure the
+  implementation's comparison is cross-checked against (``cut_decisions``).
 - ``fencepost.properties.refinement``: the model and the implementation in lockstep (a
-  Hypothesis state machine over memory, SQLite or PostgreSQL): :func:`run_refinement`.
+  Hypothesis state machine over memory, SQLite or PostgreSQL): :func:`run_refinement`;
+  its parts are ``coordinates``, ``backends``, ``refinement_report``,
+  ``refinement_base``, ``refinement_publishers``, ``refinement_readers``,
+  ``refinement_abstraction`` and ``refinement_machine``.
 - ``fencepost.properties.lockstep``: workers whose every store call waits for the
   controller (deterministic interleaving at store-call granularity).
 

@@ -76,10 +76,6 @@ from fencepost.scenarios.spec import (
     format_cut,
 )
 
-#: The model's invariant names as the scenario library names the properties.
-PROPERTY_OF = {"ingest_truth": "checkpoint_truth"}
-
-
 # ---------------------------------------------------------------------------
 # The driver
 
@@ -175,7 +171,7 @@ class ModelDriver:
                 step = self._step
                 legend = self.legend
                 self._breach = Breach(
-                    PROPERTY_OF.get(inv.name, inv.name),
+                    inv.name,  # the model's invariants carry the judge's property names
                     f"{message} (model, after: {action.describe()}"
                     + (f"; {legend})" if legend else ")"),
                     step.index if step else 0,

@@ -1,11 +1,19 @@
 """``fencepost explore``: exhaustively explore the protocol model within bounds.
 
 Each part (ingest, publication, composed) is explored breadth first from its
-default bounds, overridden by the options given. Exit codes: 0 every invariant
-holds in every reachable state; 1 a counterexample was found; 2 a usage error
-(unknown mutant, bad bounds) or a budget ran out before the bounds were
-exhausted (``--max-states``, ``--max-memory``: nothing was proved, and the
-message says which budget to raise or which bounds to narrow).
+default bounds, overridden by the options given. Every invariant (an *always*
+property) is checked in every reachable state, and every *sometimes* property
+the part must reach (:mod:`fencepost.model.sometimes`) on every transition;
+each is printed as reached, with the steps to its first occurrence.
+
+Exit codes: 0 every invariant holds in every reachable state and every
+situation was reached; 1 a counterexample was found, or a situation was never
+reached (verdict ``vacuous``: the invariants about it passed vacuously, so the
+run proves less than it claims; it is a finding about the bounds, not bad
+input, hence 1 and not 2); 2 a usage error (unknown mutant, bad bounds) or a
+budget ran out before the bounds were exhausted (``--max-states``,
+``--max-memory``: nothing was proved, and the message says which budget to
+raise or which bounds to narrow).
 
 Every exploration has a budget, so bounds that are each within range but
 together too large end with that message instead of growing until
@@ -30,6 +38,7 @@ from rich.table import Table
 from fencepost.model.config import PARTS, POLICIES, ConfigError, ModelConfig, default_config
 from fencepost.model.explorer import (
     HOLDS,
+    VACUOUS,
     VIOLATED,
     Exploration,
     ExploreProgress,
@@ -38,8 +47,10 @@ from fencepost.model.explorer import (
     explore_parts,
     graphs_dot,
     render_counterexample,
+    render_unreached,
 )
 from fencepost.model.mutants import MUTANTS
+from fencepost.model.sometimes import applicable
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: Above this many states in total, --dot refuses to draw the whole graph.
@@ -98,6 +109,7 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
     }
     if result.stopped_by is not None:
         out["stopped_by"] = result.stopped_by
+    out["sometimes"] = _sometimes_json(result)
     if result.violation is not None and result.counterexample is not None:
         v = result.violation
         out["violation"] = {
@@ -126,6 +138,45 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
             for step in result.counterexample
         ]
     return out
+
+
+def _sometimes_json(result: ExploreResult) -> list[dict[str, Any]]:
+    """Each situation the part must reach: reached (steps, by which action) or not."""
+    rows: list[dict[str, Any]] = []
+    for s in applicable(result.config):
+        hit = result.reached.get(s.name)
+        rows.append(
+            {
+                "name": s.name,
+                "doc": s.doc,
+                "about": list(s.about),
+                "reached": hit is not None,
+                "steps": None if hit is None else hit.steps,
+                "by": None if hit is None else hit.action,
+            }
+        )
+    return rows
+
+
+def _print_sometimes(console: Console, exploration: Exploration) -> None:
+    """One table of the sometimes properties: part, property, where first reached."""
+    table = Table(title="sometimes (situations each part must reach)")
+    for column in ("part", "property", "reached", "keeps honest"):
+        table.add_column(
+            column,
+            justify="right" if column == "reached" else "left",
+            no_wrap=column != "keeps honest",
+            overflow="fold",
+        )
+    for r in exploration.results:
+        if r.verdict not in (HOLDS, VACUOUS):
+            continue  # stopped early: the situations were not all looked for
+        for s in applicable(r.config):
+            hit = r.reached.get(s.name)
+            where = f"{hit.steps} steps" if hit is not None else "[bold red]NEVER[/]"
+            table.add_row(r.part, s.name, where, ", ".join(s.about))
+    if table.row_count:
+        console.print(table)
 
 
 def _print_table(console: Console, exploration: Exploration) -> None:
@@ -261,10 +312,13 @@ def command(
     """Exhaustively explore the protocol model within bounds.
 
     Prints distinct states, transitions, depth, states per second and the
-    verdict per part; on a violation, the shortest counterexample step by step
-    and the invariant it breaks. Exit 0: every invariant holds; 1: a
-    counterexample; 2: usage error, or a budget (--max-states, --max-memory)
-    ran out before the bounds were exhausted.
+    verdict per part, then each sometimes property (a situation the part must
+    reach, so that no invariant passes vacuously) with the steps to where it
+    was first reached; on a violation, the shortest counterexample step by step
+    and the invariant it breaks. Exit 0: every invariant holds and every
+    situation was reached; 1: a counterexample, or a situation never reached
+    (vacuous); 2: usage error, or a budget (--max-states, --max-memory) ran out
+    before the bounds were exhausted.
     """
     console = Console(highlight=False)
     if list_mutants:
@@ -328,9 +382,12 @@ def command(
         click.echo(json.dumps(payload, indent=2))
     else:
         _print_table(console, exploration)
+        _print_sometimes(console, exploration)
         for r in exploration.results:
             if r.verdict == VIOLATED:
                 click.echo(render_counterexample(r))
+            elif r.verdict == VACUOUS:
+                click.echo(render_unreached(r))
             elif r.verdict != HOLDS:
                 click.echo(_budget_message(r, max_states, max_memory), err=True)
         if dot_note:
@@ -341,7 +398,7 @@ def command(
         write_outputs(
             explore_report(exploration, _shown(part, mutant, overrides)), html, summary_md
         )
-    if exploration.verdict == VIOLATED:
+    if exploration.verdict in (VIOLATED, VACUOUS):
         raise SystemExit(1)
     if exploration.verdict != HOLDS:
         raise SystemExit(EXIT_BUDGET)

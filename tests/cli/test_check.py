@@ -20,6 +20,25 @@ def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     suite = ElementTree.parse(junit).getroot()
     assert suite.get("tests") == "1" and suite.get("failures") == "0"
     assert suite.find("testcase").get("name") == "proofs"  # type: ignore[union-attr]
+    # the cut algebra, and section 7 at any size (the protocol's inductive invariants)
+    out = suite.find("testcase/system-out")
+    assert out is not None and "protocol obligations proved (section 7 at any size)" in (
+        out.text or ""
+    )
+
+
+def test_proofs_part_fails_when_the_protocol_induction_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fencepost.properties import protocol_proof
+
+    real = protocol_proof.prove_all
+    monkeypatch.setattr(
+        protocol_proof, "prove_all", lambda **kw: real(**{**kw, "mutant": "relabel"})
+    )
+    result = gate.run_part(gate.PARTS["proofs"], GateOptions())
+    assert not result.ok
+    assert any("keeps proposal_certified: refuted" in d for d in result.details)
 
 
 def test_a_failing_part_fails_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -78,3 +78,68 @@ def test_a_verdict_other_than_expected_exits_1(monkeypatch: pytest.MonkeyPatch) 
     assert report["ok"] is False
     assert report["theorems"][0]["status"] == "refuted"
     assert report["theorems"][0]["witness"]["x"] is not None
+
+
+# --- fencepost prove --protocol ---------------------------------------------------------
+
+
+def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
+    code, output = run("--protocol")
+    assert code == 0, output
+    lines = [line for line in output.splitlines() if line.startswith(("proved", "refuted"))]
+    assert len(lines) > 1000 and all(line.startswith("proved") for line in lines)
+    assert all(" ms  " in line for line in lines)
+    assert "proved" in output and "composed: safety: soundness" in output
+    assert "publication: consecution: write_publication:lost-applied keeps record_certified" in (
+        output
+    )
+    assert "ingest: initiation: reader_claim_true" in output
+    assert f"all {len(lines)} obligations proved" in output
+
+
+def test_protocol_proof_json() -> None:
+    code, output = run("--protocol", "--json")
+    assert code == 0, output
+    report = json.loads(output)
+    assert report["ok"] is True and report["mutant"] is None
+    kinds = {row["kind"] for row in report["obligations"]}
+    assert kinds == {"initiation", "consecution", "safety"}
+    assert {row["status"] for row in report["obligations"]} == {"proved"}
+    lemmas = {x["name"]: x for x in report["lemmas"]}
+    assert lemmas["soundness"]["property"] is True
+    assert lemmas["proposal_certified"]["property"] is False
+
+
+def test_a_mutant_is_refuted_with_its_counterexample_and_its_reachability() -> None:
+    code, output = run("--protocol", "--mutant", "stale-cut-retry")
+    assert code == 1, output
+    assert (
+        "refuted" in output
+        and "publication: consecution: write_publication:conflict keeps proposal_ahead_of_record"
+        in output
+    )
+    assert "action write_publication:conflict (w=p1) from this state" in output
+    assert "breaks lemma proposal_ahead_of_record" in output
+    assert "-> reachable within the default bounds (10 steps" in output
+    assert "retries the same cut with the new revision" in output
+    assert "obligations refuted with mutant stale-cut-retry" in output
+    code, output = run("--protocol", "--mutant", "stale-cut-retry", "--json")
+    assert code == 1
+    rows = [r for r in json.loads(output)["obligations"] if r["status"] == "refuted"]
+    assert rows and rows[0]["counterexample"].startswith("action write_publication:conflict")
+    assert rows[0]["reachable"]["reachable"] is True and rows[0]["reachable"]["steps"] == 10
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--protocol", "--mutant", "nope"], "unknown mutant 'nope'"),
+        (["--mutant", "relabel"], "--mutant applies to the protocol proof"),
+        (["--protocol", "--only", "merge_glb"], "apply to the cut-algebra theorems"),
+        (["--protocol", "--timeout", "5"], "5 is not in the range"),
+    ],
+)
+def test_protocol_usage_errors_exit_2(args: list[str], message: str) -> None:
+    code, output = run(*args)
+    assert code == 2
+    assert message in output and "Traceback" not in output

@@ -13,11 +13,30 @@ from fencepost.model.mutants import MUTANTS
 SMALL = ["--part", "publication", "--publishers", "1", "--epochs", "1"]
 
 
-def test_holding_bounds_exit_zero_with_the_figures() -> None:
-    result = CliRunner().invoke(command, SMALL)
+def test_holding_bounds_exit_zero_with_the_figures_and_every_situation_reached() -> None:
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(command, ["--part", "composed"])
     assert result.exit_code == 0, result.output
-    for word in ("states", "transitions", "depth", "states/s", "holds", "134"):
+    for word in ("states", "transitions", "depth", "states/s", "holds", "15,532"):
         assert word in result.output
+    assert "sometimes (situations each part must reach)" in result.output
+    assert "cutover_reset_lower" in result.output and "18 steps" in result.output
+    assert "NEVER" not in result.output
+
+
+def test_bounds_that_leave_a_situation_unreached_exit_one() -> None:
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(command, SMALL)
+    assert result.exit_code == 1, result.output
+    assert "vacuous" in result.output and "NEVER" in result.output
+    assert "never reached within these bounds" in result.output
+    assert "cutover_monotone: Under the monotone policy" in result.output
+    payload = json.loads(CliRunner().invoke(command, [*SMALL, "--json"]).output)
+    assert payload["verdict"] == "vacuous"
+    rows = {row["name"]: row for row in payload["parts"][0]["sometimes"]}
+    assert (
+        rows["cutover_monotone"]["reached"] is False and rows["cutover_monotone"]["steps"] is None
+    )
+    assert rows["publication"]["reached"] is True and rows["publication"]["steps"] == 6
+    assert rows["publication"]["by"].startswith("publisher p1 writes")
 
 
 def test_a_mutant_exits_one_with_its_counterexample() -> None:
@@ -68,6 +87,7 @@ def test_dot_writes_the_counterexample_or_a_small_graph(tmp_path: Path) -> None:
     assert result.exit_code == 1 and path.read_text().startswith("digraph counterexample")
     graph = tmp_path / "graph.dot"
     result = runner.invoke(command, [*SMALL, "--dot", str(graph)])
-    assert result.exit_code == 0 and graph.read_text().startswith("digraph reachable")
+    # (one epoch: vacuous about cutovers, exit 1, but the graph is drawn all the same)
+    assert result.exit_code == 1 and graph.read_text().startswith("digraph reachable")
     result = runner.invoke(command, ["--part", "composed", "--dot", str(tmp_path / "big.dot")])
     assert result.exit_code == 2 and "narrow the bounds" in result.output

@@ -11,8 +11,11 @@ from fencepost.model.machine import actions, initial, matching, merge, step, suc
 from fencepost.model.state import (
     CONFIRMED,
     HAVE_MEMBERSHIP,
+    IDLE,
     MISSING,
     PUBLISHED,
+    READING,
+    SETTLING,
     Action,
     Checkpoint,
     Publisher,
@@ -193,10 +196,151 @@ def test_every_invariant_reports_a_state_built_to_break_it() -> None:
         base._replace(publishers=(liar, base.publishers[1]))
     )
     false_cp = _with_checkpoints(base, 1, _good(through(0)), _good(through(0)))
-    assert INVARIANTS_BY_NAME["ingest_truth"].check(false_cp)
+    assert INVARIANTS_BY_NAME["checkpoint_truth"].check(false_cp)
     part = false_cp.partitions[0]
     settled = part._replace(truth=Truth((), 0b11, 0b11), peaks=(through(1), *part.peaks[1:]))
     regressed = false_cp._replace(partitions=(settled, false_cp.partitions[1]))
     assert INVARIANTS_BY_NAME["checkpoint_monotonicity"].check(regressed)
     publisher: Publisher = base.publishers[0]
     assert publisher.justified  # the initial report is vacuously honest
+
+
+# --- the production reader: rewrites after a lost race, rereads, progress writes -----
+
+
+def _page(state: State, reader: str, claim: object, start: int | None = None) -> Action:
+    """The page of ``reader`` carrying the final claim ``claim`` (or no claim for None)."""
+    for a in matching(state, "fetch_page", actor=reader):
+        page = a.page
+        assert page is not None
+        kind_ok = page.claim_kind == ("final" if claim is not None else "")
+        where_ok = start is None or (page.start, page.end) == (start, start)
+        if kind_ok and where_ok and (claim is None or page.claim == claim):
+            return a
+    raise AssertionError(f"no page for {reader} with claim {claim}")
+
+
+def _two_readers(**overrides: object) -> State:
+    state = initial(default_config("ingest", events_per_partition=1, **overrides))
+    state = step(state, _one(state, "finalize", partition="A"))
+    for reader in ("A.r1", "A.r2"):
+        state = step(state, _one(state, "read_checkpoint", actor=reader))
+    return state
+
+
+def test_a_reader_that_loses_a_race_rewrites_while_its_claim_is_still_ahead() -> None:
+    state = _two_readers()
+    # A.r2 certifies before 0 first (an empty page: no event is needed for it).
+    state = step(state, _page(state, "A.r2", before(0), start=0))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r2", outcome="ok"))
+    # A.r1 holds through 0, which is still strictly ahead: it rewrites on generation 1.
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    race = _one(state, "write_checkpoint", actor="A.r1", outcome="conflict")
+    assert race.detail == "no checkpoint; claim; rewrite"
+    assert "it claims less: rewrites on it" in race.describe()
+    state = step(state, race)
+    assert matching(state, "fetch_page", actor="A.r1") == []  # it must write next
+    again = _one(state, "write_checkpoint", actor="A.r1", outcome="ok")
+    assert again.detail == "generation 1; again"
+    state = step(state, again)
+    assert state.checkpoint(0, 1) == Checkpoint(through(0), 1, "q1", 1, True)
+    assert state.generation(0, 1) == 2 and violations(state) == []
+
+
+def test_a_reader_keeps_a_stronger_checkpoint_and_gives_up_when_its_budget_is_spent() -> None:
+    state = _two_readers(reader_retries=0)
+    state = step(state, _page(state, "A.r2", before(0), start=0))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r2", outcome="ok"))
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    race = _one(state, "write_checkpoint", actor="A.r1", outcome="conflict")
+    assert race.detail == "no checkpoint; claim; gave_up"
+    after = step(state, race)
+    assert after.partitions[0].readers[0].phase == SETTLING
+    assert after.checkpoint(0, 1) == state.checkpoint(0, 1)
+    # It rereads what is stored (another call: others may write first) and goes on from it.
+    settle = _one(after, "read_checkpoint", actor="A.r1")
+    assert settle.detail == "authoritative:settle"
+    after = step(after, settle)
+    r1 = after.partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.claim, r1.expected) == (READING, before(0), before(0), 1)
+    # A stronger checkpoint stored first is kept, and the pass goes on from it.
+    state = _two_readers()
+    state = step(state, _page(state, "A.r2", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r2"))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r2", outcome="ok"))
+    state = step(state, _page(state, "A.r1", before(0), start=0))
+    keep = _one(state, "write_checkpoint", actor="A.r1", outcome="conflict")
+    assert keep.detail == "no checkpoint; claim; keep"
+    r1 = step(state, keep).partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.expected) == (READING, through(0), 1)
+
+
+def test_after_a_lost_response_the_reader_rereads_and_never_guesses() -> None:
+    state = _two_readers()
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    applied = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-applied"))
+    written = _one(applied, "read_checkpoint", actor="A.r1")
+    assert written.detail == "authoritative:written"
+    r1 = step(applied, written).partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.base_token, r1.expected) == (READING, through(0), r1.token, 1)
+    lost = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
+    retry = _one(lost, "read_checkpoint", actor="A.r1")
+    assert retry.detail == "authoritative:retry"
+    lost = step(lost, retry)
+    # The retry is lost too: the budget (one retry) is spent, so it gives up.
+    lost = step(lost, _one(lost, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
+    assert _one(lost, "read_checkpoint", actor="A.r1").detail == "authoritative:gave_up"
+    lost = step(lost, _one(lost, "read_checkpoint", actor="A.r1"))
+    assert _one(lost, "read_checkpoint", actor="A.r1").detail == "authoritative:settle"
+    # Another writer moved it on meanwhile: the reread sees a newer generation.
+    lost = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="lost-not-applied"))
+    weaker = step(lost, _page(lost, "A.r2", before(0), start=0))
+    weaker = step(weaker, _one(weaker, "write_checkpoint", actor="A.r2", outcome="ok"))
+    assert _one(weaker, "read_checkpoint", actor="A.r1").detail == "authoritative:rewrite"
+    same = step(lost, _page(lost, "A.r2", through(0)))
+    same = step(same, _one(same, "record_outcomes", actor="A.r2"))
+    same = step(same, _one(same, "write_checkpoint", actor="A.r2", outcome="ok"))
+    # Exactly the checkpoint A.r1 wrote is stored (the implementation compares the whole
+    # checkpoint): the claim is present, whoever wrote it.
+    assert _one(same, "read_checkpoint", actor="A.r1").detail == "authoritative:written"
+
+
+def test_a_pass_that_moved_its_token_ends_with_a_progress_write() -> None:
+    state = initial(default_config("ingest", events_per_partition=1))
+    state = step(state, _one(state, "read_checkpoint", actor="A.r1"))
+    assert state.partitions[0].readers[0].token == -1  # the implementation's None
+    # One page with the (not yet final) event and no claim: nothing to certify.
+    state = step(state, _page(state, "A.r1", None, start=None))
+    if state.partitions[0].readers[0].phase == 2:
+        state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    assert matching(state, "end_pass", actor="A.r1") == []
+    progress = _one(state, "write_checkpoint", actor="A.r1", outcome="ok")
+    assert progress.detail == "no checkpoint; progress" and progress.cut == NOTHING
+    state = step(state, progress)
+    stored = state.checkpoint(0, 1)
+    assert stored is not None and stored.cut == NOTHING and stored.token >= 0
+    assert state.partitions[0].readers[0].phase == IDLE  # the progress write ends the pass
+    assert violations(state) == []
+
+
+def test_after_an_acknowledged_claim_the_pass_goes_on_from_what_it_wrote() -> None:
+    state = _two_readers()
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    state = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome="ok"))
+    r1 = state.partitions[0].readers[0]
+    assert (r1.phase, r1.base, r1.claim, r1.expected) == (READING, through(0), through(0), 1)
+    assert r1.base_token == r1.token  # nothing more to save: the pass may end plainly
+    assert _one(state, "end_pass", actor="A.r1")
+
+
+def test_the_simple_reader_ends_its_pass_at_its_first_write() -> None:
+    state = _two_readers(reader_retries=None, save_progress=False)
+    state = step(state, _page(state, "A.r1", through(0)))
+    state = step(state, _one(state, "record_outcomes", actor="A.r1"))
+    for outcome in ("ok", "lost-applied", "lost-not-applied"):
+        after = step(state, _one(state, "write_checkpoint", actor="A.r1", outcome=outcome))
+        assert after.partitions[0].readers[0].phase == 0, outcome

@@ -365,11 +365,11 @@ def test_before_a_nonempty_string_is_not_nothing() -> None:
 def test_unknown_is_reported_as_unknown_never_as_proved() -> None:
     # A true claim Z3's string theory cannot settle symbolically: x + NUL is the
     # successor of every x (proved for samples by string_has_exact_successor).
-    scope = P._Scope(P.STRING_NATIVE)
+    scope = P.Scope(P.STRING_NATIVE)
     x, p = scope.coordinate("x"), scope.position("event")
     nul = P.z3_string("\x00")
     claim = z3.Implies(p < z3.Concat(x, nul), p <= x)
-    result = P._prove_valid("successor.symbolic", "x+NUL succeeds x", scope, claim, 300, 0.0)
+    result = P.prove_valid("successor.symbolic", "x+NUL succeeds x", scope, claim, 300, 0.0)
     assert result.status is Status.UNKNOWN
     assert result.detail and result.witness is None
 

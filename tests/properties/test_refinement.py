@@ -12,6 +12,7 @@ fencing comparisons exist for.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ import pytest
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.postgres import PostgresStore
+from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
@@ -40,6 +42,7 @@ from fencepost.properties.refinement import (
     RefinementReport,
     RunStats,
     StoreBackend,
+    memory_backend,
     postgres_backend,
     refinement_machine,
     run_machine,
@@ -76,9 +79,17 @@ MUST_COVER = (
     "fetch_page:overlap:no claim",
     "fetch_page:new:non-final",
     "write_checkpoint:ok",
-    "write_checkpoint:conflict",
+    "write_checkpoint:conflict:keep",
+    "write_checkpoint:conflict:rewrite",
     "write_checkpoint:lost-applied",
     "write_checkpoint:lost-not-applied",
+    "write_checkpoint:ok:again",
+    "write_checkpoint:ok:progress",
+    "write_checkpoint:conflict:progress:keep",
+    "read_checkpoint:authoritative:written",
+    "read_checkpoint:authoritative:retry",
+    "read_checkpoint:authoritative:keep",
+    "read_checkpoint:authoritative:rewrite",
     "read_checkpoints:propose",
     "read_checkpoints:unchanged",
     "read_checkpoints:missing_checkpoint",
@@ -93,7 +104,6 @@ MUST_COVER = (
     "read_publication:authoritative:retry",
     "reshard:epoch 2",
     "publisher crash",
-    "reader resync",
 )
 
 
@@ -151,7 +161,11 @@ def test_sqlite_backend_refines_the_model() -> None:
     assert report.passed, explain(report)
     assert report.examples >= SQLITE_EXAMPLES
     # Crashes reopen SQLite connections from the file; lost responses hit real commits.
-    for key in ("publisher crash", "write_publication:lost-applied", "write_checkpoint:conflict"):
+    for key in (
+        "publisher crash",
+        "write_publication:lost-applied",
+        "write_checkpoint:conflict:keep",
+    ):
         assert report.coverage.get(key), (key, report.coverage)
 
 
@@ -165,6 +179,16 @@ def test_postgres_backend_refines_the_model(pg_dsn: str, pg_schema: str) -> None
         backend.close()
     assert failure is None, "\n".join((*failure.findings, failure.program))
     assert stats.coverage["write_publication:ok"] > 0
+
+
+def test_the_reader_runs_with_its_production_settings() -> None:
+    """The configuration users run is the one checked: retries on, progress saved."""
+    machine = refinement_machine(memory_backend())()
+    machine.setup(order="offsets", policy="monotone", layout=0, finalized=0)
+    defaults = inspect.signature(PartitionReader).parameters
+    assert machine.config.reader_retries == defaults["max_retries"].default >= 1
+    assert machine.config.save_progress is defaults["save_progress"].default is True
+    machine.teardown()
 
 
 def test_a_seed_replays_the_same_run() -> None:
@@ -410,7 +434,7 @@ from fencepost.properties.refinement import RefinementFailure, RefinementMachine
 @pytest.mark.parametrize(
     ("scenario", "invariants"),
     [
-        ("untrue checkpoint", {"ingest_truth"}),
+        ("untrue checkpoint", {"checkpoint_truth"}),
         ("unsound record", {"soundness", "no_relabeling"}),
         ("record moves back", {"monotone_publication"}),
         ("checkpoint moves back", {"checkpoint_monotonicity"}),

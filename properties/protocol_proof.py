@@ -1,0 +1,354 @@
+"""The unbounded proof: section 7 as inductive invariants of the protocol, checked by Z3.
+
+For each protocol (publication, ingest, and the two composed) the obligations are:
+
+- **initiation**: every initial state satisfies each lemma of the invariant;
+- **consecution**: for every action and every lemma, a state satisfying the
+  whole invariant and the action's guard leads to a state satisfying the lemma;
+- **safety**: the invariant implies each section 7 property.
+
+Each obligation is one Z3 check (of its negation, for ``unsat``) with a
+timeout; ``proved`` means ``unsat``, ``refuted`` that Z3 found a model (for a
+consecution, a *counterexample to induction*: a state satisfying the
+invariant from which the action breaks the lemma), ``unknown`` a timeout or
+incomplete quantifier reasoning, never counted as a proof. Sorts are
+uninterpreted (partitions, publishers, readers, events), epochs, revisions,
+generations and budgets are unbounded integers, tokens and keys reals; every
+configuration switch (order kind, cutover policy, faults, retry budgets) is a
+free constant, so one proof covers them all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from fencepost.properties.protocol_actions import (
+    COMPOSED,
+    INGEST,
+    PROTOCOLS,
+    PUBLICATION,
+    Action,
+    Param,
+    actions_of,
+)
+from fencepost.properties.protocol_lemmas import (
+    initial,
+    invariant_of,
+    properties_of,
+)
+from fencepost.properties.protocol_logic import CutT, Term, Z3Logic
+from fencepost.properties.protocol_state import View, z3_state
+
+#: Per-obligation Z3 budget.
+DEFAULT_TIMEOUT_MS = 30_000
+
+PROVED = "proved"
+REFUTED = "refuted"
+UNKNOWN = "unknown"
+
+INITIATION = "initiation"
+CONSECUTION = "consecution"
+SAFETY = "safety"
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """One check: its protocol, its kind, the lemma or property, and the action."""
+
+    protocol: str
+    kind: str
+    lemma: str
+    action: str | None = None
+
+    @property
+    def name(self) -> str:
+        what = self.lemma if self.action is None else f"{self.action} keeps {self.lemma}"
+        return f"{self.protocol}: {self.kind}: {what}"
+
+
+@dataclass
+class Outcome:
+    """The verdict of one obligation, its time, and Z3's model when refuted."""
+
+    obligation: Obligation
+    status: str
+    seconds: float
+    detail: str = ""
+    model: Any = None
+    pre: View | None = None
+    post: View | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _params(L: Z3Logic, action: Action, tag: str) -> dict[str, Any]:
+    """Fresh Z3 symbols for an action's parameters."""
+    out: dict[str, Any] = {}
+    for p in action.params:
+        out[p.name] = _symbol(L, p, f"{tag}.{p.name}")
+    return out
+
+
+def _symbol(L: Z3Logic, p: Param, name: str) -> Any:
+    kind = p.kind
+    if kind in L.sorts:
+        return z3.Const(name, L.sorts[kind])
+    if kind == "Int":
+        return z3.Int(name)
+    if kind == "Real":
+        return z3.Real(name)
+    if kind == "Bool":
+        return z3.Bool(name)
+    if kind == "Cut":
+        return CutT(z3.Int(f"{name}.half"), z3.Int(f"{name}.kind"))
+    arg, value = kind.split("->")
+    value_sort = {"Int": z3.IntSort(), "Real": z3.RealSort()}[value]
+    fn = z3.Function(name, L.sorts[arg], value_sort)
+    return lambda x: fn(x)
+
+
+def _one_of(names: list[Term]) -> Callable[[Term], Term]:
+    return lambda x: z3.Or(*(x == n for n in names))
+
+
+def small(L: Z3Logic, s: View, params: dict[str, Any]) -> list[Term]:
+    """Bounds that make a counterexample easy to read: at most two partitions, publishers
+    and readers, three events, three epochs, small coordinates, budgets and generations.
+    Only a preference: the counterexample found without them stands if none fits."""
+    out: list[Term] = []
+    for sort, most in (("P", 2), ("W", 2), ("R", 2), ("V", 3)):
+        names = [z3.Const(f"small.{sort}{i}", L.sorts[sort]) for i in range(most)]
+        out.append(L.ForAll(sort, _one_of(names)))
+
+    def cut_small(c: CutT) -> Term:
+        return z3.And(c.half <= 6, c.half >= -1, c.kind >= 0, c.kind <= 1)
+
+    def between(x: Term, low: int, high: int) -> Term:
+        return z3.And(x >= low, x <= high)
+
+    out += [
+        between(s.E(), 1, 3),
+        between(s.rec_rev(), 0, 3),
+        cut_small(s.rec_cut()),
+        between(s.pub_retries, 0, 2),
+        between(s.reader_retries, 0, 2),
+        L.ForAll(
+            "P",
+            lambda p: L.ForAll(
+                "E",
+                lambda e: z3.And(
+                    between(s.gen(p, e), 0, 3),
+                    cut_small(s.cp_cut(p, e)),
+                    cut_small(s.peak(p, e)),
+                    between(s.cp_tok(p, e), -1, 8),
+                ),
+            ),
+        ),
+        L.ForAll(
+            "V",
+            lambda v: z3.And(
+                between(s.pos(v), 0, 6), between(s.since(v), 1, 4), between(s.key(v), 0, 8)
+            ),
+        ),
+        L.ForAll(
+            "W",
+            lambda w: z3.And(
+                between(s.att(w), 0, 2),
+                between(s.ret(w), 0, 2),
+                between(s.rr(w), -1, 3),
+                between(s.me(w), 0, 3),
+                between(s.re(w), 0, 3),
+                between(s.oe(w), 0, 3),
+                between(s.orr(w), 0, 3),
+                cut_small(s.pr(w)),
+                cut_small(s.rc(w)),
+                cut_small(s.oc(w)),
+            ),
+        ),
+        L.ForAll(
+            "R",
+            lambda r: z3.And(
+                between(s.rpass(r), 0, 2),
+                between(s.rret(r), 0, 2),
+                between(s.rexp(r), -1, 3),
+                between(s.rep(r), 0, 3),
+                between(s.rtok(r), -1, 8),
+                between(s.rbt(r), -1, 8),
+                cut_small(s.rb(r)),
+                cut_small(s.rcl(r)),
+            ),
+        ),
+    ]
+    for value in params.values():
+        if isinstance(value, CutT):
+            out.append(cut_small(value))
+    return out
+
+
+def _idle_other_half(L: Z3Logic, s: View, action: Action) -> list[Term]:
+    """In the composed protocol: the processes of the half ``action`` is not in, idle."""
+    if INGEST in action.protocols and PUBLICATION not in action.protocols:
+        return [L.ForAll("W", lambda w: z3.And(s.ph(w) == 0, s.oe(w) == 0))]
+    if PUBLICATION in action.protocols and INGEST not in action.protocols:
+        return [L.ForAll("R", lambda r: s.rph(r) == 0)]
+    return []
+
+
+def _check(
+    solver: Any,
+    goal: Term,
+    timeout_ms: int,
+    prefer: list[Term] | None = None,
+    quiet: list[Term] | None = None,
+) -> tuple[str, Any, str]:
+    """Decide ``goal`` over the solver's hypotheses: proved (its negation unsat), refuted
+    (a model), or unknown.
+
+    Stages, within ``timeout_ms`` in all: a first try; then, for a counterexample,
+    small universes (``prefer``) and small universes with the other half's processes
+    idle (``quiet``) -- a counterexample among them is one (their unsat proves nothing);
+    then the rest of the budget on the first try. A counterexample found is shrunk
+    towards ``prefer`` when it can be.
+    """
+    solver.push()
+    solver.add(z3.Not(goal))
+    budget = max(1, timeout_ms)
+    first = min(budget, 5_000) if prefer else budget
+    answer, model, reason = _attempt(solver, [], first)
+    spent = first
+    if answer == z3.unknown and prefer:
+        for extra in (prefer, [*prefer, *(quiet or [])]):
+            got, found, _ = _attempt(solver, extra, min(5_000, budget))
+            if got == z3.sat:
+                answer, model, reason = got, found, ""
+                break
+        if answer == z3.unknown and budget > spent:
+            answer, model, reason = _attempt(solver, [], budget - spent)
+    elif answer == z3.sat and prefer:
+        got, found, _ = _attempt(solver, prefer, min(budget, 10_000))
+        if got == z3.sat:
+            model = found
+    solver.pop()
+    if answer == z3.unsat:
+        return PROVED, None, ""
+    if answer == z3.sat:
+        return REFUTED, model, ""
+    return UNKNOWN, None, reason
+
+
+def _attempt(solver: Any, extra: list[Term], timeout_ms: int) -> tuple[Any, Any, str]:
+    solver.push()
+    solver.add(*extra)
+    solver.set("timeout", max(1, timeout_ms))
+    answer = solver.check()
+    model = solver.model() if answer == z3.sat else None
+    reason = solver.reason_unknown() if answer == z3.unknown else ""
+    solver.pop()
+    return answer, model, reason
+
+
+def _solver() -> Any:
+    solver = z3.Solver()
+    solver.set("smt.mbqi", True)
+    return solver
+
+
+def prove_protocol(
+    protocol: str,
+    *,
+    mutant: str | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    actions: Iterable[str] | None = None,
+    lemmas: Iterable[str] | None = None,
+    kinds: Sequence[str] = (INITIATION, CONSECUTION, SAFETY),
+    without: Iterable[str] = (),
+    report: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run ``protocol``'s obligations (optionally only some actions / lemmas / kinds).
+
+    ``mutant`` switches a model mutant on in the actions (the induction should then
+    fail); ``without`` drops lemmas from the invariant (to show each one is needed).
+    ``report`` is called with each outcome as it is decided.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    L = Z3Logic()
+    s = z3_state(L)
+    dropped = set(without)
+    invariant = [x for x in invariant_of(protocol) if x.name not in dropped]
+    wanted = set(lemmas) if lemmas is not None else None
+    chosen = [x for x in invariant if wanted is None or x.name in wanted]
+    inv_terms = [x.formula(L, s) for x in invariant]
+    outcomes: list[Outcome] = []
+
+    def done(out: Outcome) -> None:
+        outcomes.append(out)
+        if report is not None:
+            report(out)
+
+    if INITIATION in kinds:
+        solver = _solver()
+        solver.add(initial(L, s))
+        for lemma in chosen:
+            ob = Obligation(protocol, INITIATION, lemma.name)
+            done(_run(solver, ob, lemma.formula(L, s), timeout_ms, pre=s))
+    if CONSECUTION in kinds:
+        names = set(actions) if actions is not None else None
+        for action in actions_of(protocol):
+            if names is not None and action.name not in names:
+                continue
+            prm = _params(L, action, action.name)
+            guard, changes = action.build(L, s, prm, mutant)
+            post = s.replace(**changes)
+            solver = _solver()
+            solver.add(*inv_terms, guard)
+            prefer = small(L, s, prm)
+            quiet = _idle_other_half(L, s, action) if protocol == COMPOSED else None
+            for lemma in chosen:
+                ob = Obligation(protocol, CONSECUTION, lemma.name, action.name)
+                goal = lemma.formula(L, post)
+                done(_run(solver, ob, goal, timeout_ms, s, post, prm, prefer, quiet))
+    if SAFETY in kinds:
+        solver = _solver()
+        solver.add(*inv_terms)
+        for prop in properties_of(protocol):
+            if wanted is not None and prop.name not in wanted:
+                continue
+            ob = Obligation(protocol, SAFETY, prop.name)
+            done(_run(solver, ob, prop.formula(L, s), timeout_ms, pre=s))
+    return outcomes
+
+
+def _run(
+    solver: Any,
+    ob: Obligation,
+    goal: Term,
+    timeout_ms: int,
+    pre: View | None = None,
+    post: View | None = None,
+    params: dict[str, Any] | None = None,
+    prefer: list[Term] | None = None,
+    quiet: list[Term] | None = None,
+) -> Outcome:
+    started = time.perf_counter()
+    status, model, reason = _check(solver, goal, timeout_ms, prefer, quiet)
+    seconds = time.perf_counter() - started
+    return Outcome(ob, status, seconds, reason, model, pre, post, params or {})
+
+
+def prove_all(
+    *,
+    mutant: str | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    protocols: Sequence[str] = PROTOCOLS,
+    report: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Every obligation of every protocol (publication, ingest, composed), in order."""
+    out: list[Outcome] = []
+    for protocol in protocols:
+        out.extend(prove_protocol(protocol, mutant=mutant, timeout_ms=timeout_ms, report=report))
+    return out
