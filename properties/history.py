@@ -66,9 +66,11 @@ from fencepost.impl.codec import (
     record_to_json,
 )
 from fencepost.impl.cuts import Cut
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
+    BatchWrite,
     CheckpointApplied,
     CheckpointWrite,
     IndefiniteStoreError,
@@ -294,6 +296,76 @@ class RecordingStore:
             lambda cs: [checkpoint_to_json(c) for c in cs],
         )
 
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """Recorded as ``read_merge_summary``; the checker takes no register value from it.
+
+        A summary names no generations, so it is no observation of a checkpoint
+        register; what the publisher decides from it is judged on the record's
+        chain (no relabeling, soundness) like any decision.
+        """
+        return self._call(
+            "read_merge_summary",
+            {"stream": stream, "epoch": epoch},
+            lambda: self.inner.read_merge_summary(stream, epoch),
+            _summary_json,
+        )
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """Recorded as one ``write_checkpoint`` op per write, sharing the batch's interval.
+
+        The batch commits atomically at one point inside its interval, which is
+        a point inside each write's interval: the checker's linearizability of
+        each checkpoint register holds as for single writes.
+        """
+        n = self._next
+        self._next += len(writes)
+        invoked = time.monotonic_ns()
+        lines = []
+        for i, (expected, checkpoint) in enumerate(writes):
+            args = {
+                "stream": stream,
+                "expected_generation": expected,
+                "checkpoint": checkpoint_to_json(checkpoint),
+            }
+            lines.append(args)
+            self.sink(
+                {
+                    "e": "invoke",
+                    "p": self.process,
+                    "n": n + i,
+                    "kind": "write_checkpoint",
+                    "args": args,
+                    "t": invoked,
+                }
+            )
+        try:
+            results = self.inner.write_checkpoints(stream, writes)
+        except IndefiniteStoreError as exc:
+            self._complete_all(n, len(lines), "info", error=str(exc)[:200])
+            raise
+        except Exception as exc:
+            self._complete_all(n, len(lines), "fail", error=f"{type(exc).__name__}: {exc}"[:200])
+            raise
+        done = time.monotonic_ns()
+        for i, w in enumerate(results):
+            self.sink(
+                {
+                    "e": "complete",
+                    "p": self.process,
+                    "n": n + i,
+                    "status": "ok",
+                    "t": done,
+                    "result": _checkpoint_write_json(w),
+                }
+            )
+        return results
+
+    def _complete_all(self, first: int, count: int, status: str, error: str) -> None:
+        done = time.monotonic_ns()
+        for i in range(count):
+            line = {"e": "complete", "p": self.process, "n": first + i, "status": status}
+            self.sink({**line, "t": done, "error": error})
+
     def write_checkpoint(
         self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
     ) -> CheckpointWrite:
@@ -303,17 +375,11 @@ class RecordingStore:
             "checkpoint": checkpoint_to_json(checkpoint),
         }
 
-        def encode(w: CheckpointWrite) -> JSON:
-            return {
-                "applied": isinstance(w, CheckpointApplied),
-                "checkpoint": None if w.checkpoint is None else checkpoint_to_json(w.checkpoint),
-            }
-
         return self._call(
             "write_checkpoint",
             args,
             lambda: self.inner.write_checkpoint(stream, expected_generation, checkpoint),
-            encode,
+            _checkpoint_write_json,
         )
 
     def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
@@ -338,6 +404,24 @@ class RecordingStore:
 
 def _as_json(value: str) -> JSON:
     return value
+
+
+def _checkpoint_write_json(w: CheckpointWrite) -> JSON:
+    return {
+        "applied": isinstance(w, CheckpointApplied),
+        "checkpoint": None if w.checkpoint is None else checkpoint_to_json(w.checkpoint),
+    }
+
+
+def _summary_json(summary: MergeSummary) -> JSON:
+    return {
+        "epoch": summary.epoch,
+        "missing": list(summary.missing),
+        "wrong_epoch": list(summary.wrong_epoch),
+        "wrong_scope": list(summary.wrong_scope),
+        "provisional": list(summary.provisional),
+        "minimum": None if summary.minimum is None else {"cut": cut_to_json(summary.minimum)},
+    }
 
 
 def load_history(paths: Iterable[str | Path]) -> list[Op]:
