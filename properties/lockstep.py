@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from fencepost.impl.cuts import Cut
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.provider import Page
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import CheckpointWrite, PublicationWrite, Store
@@ -173,7 +174,8 @@ class GatedStore:
     """The store every lockstep worker uses: each call waits for the controller's answer.
 
     It implements the calls the publisher and the partition reader make (the
-    publisher and checkpointer levels of the conformance protocol).
+    publisher and checkpointer levels of the conformance protocol, and the
+    publisher's ``read_merge_summary``, which stands for its ``read_checkpoints``).
     """
 
     def read_publication(self, stream: str) -> PublicationRecord:
@@ -184,6 +186,9 @@ class GatedStore:
 
     def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
         return cast(Sequence[Checkpoint], _worker().call("read_checkpoints", (stream, epoch)))
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        return cast(MergeSummary, _worker().call("read_merge_summary", (stream, epoch)))
 
     def write_publication(
         self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str

@@ -12,6 +12,7 @@ comparisons exist for.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ import pytest
 
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.memory import MemoryStore
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.postgres import PostgresStore
 from fencepost.impl.records import Checkpoint, PublicationRecord
 from fencepost.impl.stores import (
@@ -91,6 +93,8 @@ MUST_COVER = (
     "reshard:epoch 2",
     "publisher crash",
     "reader resync",
+    # production publishers decide from the store's merge summary (O(1) in partitions)
+    "impl read_merge_summary",
 )
 
 
@@ -148,7 +152,12 @@ def test_sqlite_backend_refines_the_model() -> None:
     assert report.passed, explain(report)
     assert report.examples >= SQLITE_EXAMPLES
     # Crashes reopen SQLite connections from the file; lost responses hit real commits.
-    for key in ("publisher crash", "write_publication:lost-applied", "write_checkpoint:conflict"):
+    for key in (
+        "publisher crash",
+        "write_publication:lost-applied",
+        "write_checkpoint:conflict",
+        "impl read_merge_summary",
+    ):
         assert report.coverage.get(key), (key, report.coverage)
 
 
@@ -162,6 +171,7 @@ def test_postgres_backend_refines_the_model(pg_dsn: str, pg_schema: str) -> None
         backend.close()
     assert failure is None, "\n".join((*failure.findings, failure.program))
     assert stats.coverage["write_publication:ok"] > 0
+    assert stats.coverage["impl read_merge_summary"] > 0
 
 
 def test_a_seed_replays_the_same_run() -> None:
@@ -267,6 +277,16 @@ class ForgetfulOutcomes(_Delegating):
         return self.inner.record_outcome(stream, event_id, outcome)
 
 
+class SummaryBlindToMissing(_Delegating):
+    """Summarises only the members that have a checkpoint: an idle member is skipped."""
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        summary = self.inner.read_merge_summary(stream, epoch)
+        if summary.minimum is None:
+            return summary
+        return dataclasses.replace(summary, missing=())
+
+
 def broken_backend(wrapper: Callable[[MemoryStore], object]) -> StoreBackend:
     inner = MemoryStore()
     store: Store = wrapper(inner)  # type: ignore[assignment]
@@ -279,6 +299,7 @@ def broken_backend(wrapper: Callable[[MemoryStore], object]) -> StoreBackend:
         (UnfencedPublication, {"store-fencing"}),
         (UnfencedCheckpoints, {"store-fencing"}),
         (ForgetfulOutcomes, {"state-outcomes"}),
+        (SummaryBlindToMissing, {"publisher-decision"}),
     ],
 )
 def test_store_bugs_are_caught(
