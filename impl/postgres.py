@@ -221,8 +221,11 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str | DataStep, ...]], ...] = (
             )""",
             # A B-tree entry holds at most ~2.7 kB, and a coordinate has any size: the index
             # holds the key's first 1 kB; ties of that prefix are ordered by the whole key.
+            # Partial on a predicate only the summary states (every row has a sort key), so
+            # the planner can never pick it for a lookup by (stream, epoch, partition), even
+            # on a table that was never analyzed: that would scan the epoch for one row.
             "CREATE INDEX checkpoints_by_cut ON {s}.checkpoints "
-            "(stream, epoch, substring(sort_key FROM 1 FOR 1024))",
+            "(stream, epoch, substring(sort_key FROM 1 FOR 1024)) WHERE sort_key IS NOT NULL",
             "CREATE INDEX checkpoints_off_scope ON {s}.checkpoints (stream, epoch, partition) "
             "WHERE NOT scope_ok",
             "CREATE INDEX checkpoints_provisional ON {s}.checkpoints (stream, epoch, partition) "
@@ -235,7 +238,10 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str | DataStep, ...]], ...] = (
 #: Names of offending members a summary carries (fencepost.impl.merge.MergeSummary).
 _SUMMARY_NAMES = DETAIL_NAMES + 1
 
-#: The summary read: four index probes in ONE statement, hence one snapshot.
+#: The summary read: four index probes in ONE statement, hence one snapshot. The least
+#: cut is found in two probes of the cut index (which holds each key's first 1 kB): the
+#: least prefix, then the least whole key among the rows with that prefix (nearly always
+#: one), so no plan ever sorts the epoch's checkpoints, whatever the statistics say.
 _SUMMARY_QUERY = """
 (SELECT 'm', partition, NULL::text, NULL::numeric, NULL::bytea FROM {s}.missing_checkpoints
     WHERE stream = %(stream)s AND epoch = %(epoch)s ORDER BY partition LIMIT {n})
@@ -246,8 +252,12 @@ UNION ALL (SELECT 'p', partition, NULL, NULL, NULL FROM {s}.checkpoints
     WHERE stream = %(stream)s AND epoch = %(epoch)s AND finality = 'provisional'
     ORDER BY partition LIMIT {n})
 UNION ALL (SELECT 'c', NULL, cut_kind, cut_int, cut_str FROM {s}.checkpoints
-    WHERE stream = %(stream)s AND epoch = %(epoch)s
-    ORDER BY substring(sort_key FROM 1 FOR 1024), sort_key LIMIT 1)
+    WHERE stream = %(stream)s AND epoch = %(epoch)s AND sort_key IS NOT NULL
+      AND substring(sort_key FROM 1 FOR 1024) = (
+        SELECT substring(sort_key FROM 1 FOR 1024) FROM {s}.checkpoints
+        WHERE stream = %(stream)s AND epoch = %(epoch)s AND sort_key IS NOT NULL
+        ORDER BY substring(sort_key FROM 1 FOR 1024) LIMIT 1)
+    ORDER BY sort_key LIMIT 1)
 """
 
 
@@ -1021,7 +1031,7 @@ class PostgresStore:
 
         def write(conn: psycopg.Connection[Any]) -> list[CheckpointWrite]:
             with conn.pipeline(), conn.transaction():
-                cursors = [conn.execute(q, p) for q, p in statements]
+                cursors = [_send(conn, q, p) for q, p in statements]
             answers = [self._checkpoint_result(list(cur.fetchall())) for cur in cursors]
             results: list[CheckpointWrite] = [answers[0]] * len(batch)
             for position, index in enumerate(sent):
@@ -1206,8 +1216,14 @@ class PostgresStore:
         self.close()
 
 
+def _send(conn: psycopg.Connection[Any], query: str, params: object) -> psycopg.Cursor[Any]:
+    """Every statement of an operation goes through here (one place to observe them)."""
+    cursor: psycopg.Cursor[Any] = conn.execute(query, params)  # type: ignore[call-overload]
+    return cursor
+
+
 def _fetch(conn: psycopg.Connection[Any], query: str, params: object) -> list[Row]:
-    cur = conn.execute(query, params)  # type: ignore[call-overload]
+    cur = _send(conn, query, params)
     return list(cur.fetchall()) if cur.description is not None else []
 
 

@@ -125,6 +125,9 @@ MIGRATIONS: tuple[tuple[str | DataStep, ...], ...] = (
             PRIMARY KEY (stream, epoch, partition)
         ) WITHOUT ROWID""",
         "CREATE INDEX checkpoints_by_cut ON checkpoints (stream, epoch, sort_key)",
+        # The current epoch without touching membership bodies (O(partitions) each: a
+        # lookup in the table itself walks the body's overflow pages).
+        "CREATE INDEX memberships_by_epoch ON memberships (stream, epoch)",
         "CREATE INDEX checkpoints_off_scope ON checkpoints (stream, epoch, partition) "
         "WHERE scope_ok = 0",
         "CREATE INDEX checkpoints_provisional ON checkpoints (stream, epoch, partition) "
@@ -137,6 +140,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 #: Names of offending members a summary carries (fencepost.impl.merge.MergeSummary).
 _SUMMARY_NAMES = DETAIL_NAMES + 1
+
+#: The stream's existence and current (highest) epoch, from indexes only: reading the
+#: memberships table itself would walk an O(partitions) body.
+_CURRENT_EPOCH_QUERY = (
+    "SELECT EXISTS (SELECT 1 FROM publications WHERE stream = ?1), "
+    "(SELECT max(epoch) FROM memberships INDEXED BY memberships_by_epoch WHERE stream = ?1)"
+)
 
 #: The summary read: four index probes in ONE statement, hence one snapshot of the file.
 #: ``INDEXED BY`` pins each probe to its index: a scan would cost O(partitions).
@@ -476,11 +486,7 @@ class SQLiteStore:
         with self._cursor() as db:
             if epoch is None:
                 # One statement: the stream exists, and its current (highest) epoch.
-                exists, current = db.execute(
-                    "SELECT EXISTS (SELECT 1 FROM publications WHERE stream = ?1), "
-                    "(SELECT max(epoch) FROM memberships WHERE stream = ?1)",
-                    (stream,),
-                ).fetchone()
+                exists, current = db.execute(_CURRENT_EPOCH_QUERY, (stream,)).fetchone()
                 if not exists:
                     raise UnknownStream(
                         f"stream {stream!r} does not exist: create it with create_stream first"

@@ -60,7 +60,12 @@ def version_1_sqlite(path: Path, extra: str = "") -> None:
     fill(store)
     store.close()
     raw = sqlite3.connect(path)
-    for index in ("checkpoints_by_cut", "checkpoints_off_scope", "checkpoints_provisional"):
+    for index in (
+        "checkpoints_by_cut",
+        "checkpoints_off_scope",
+        "checkpoints_provisional",
+        "memberships_by_epoch",
+    ):
         raw.execute(f"DROP INDEX {index}")
     raw.execute("DROP TABLE missing_checkpoints")
     raw.execute("ALTER TABLE checkpoints DROP COLUMN sort_key")
@@ -130,13 +135,18 @@ def big_stream(store: Store) -> None:
 
 
 def test_the_sqlite_summary_probes_indexes_only(tmp_path: Path) -> None:
-    from fencepost.impl.sqlite import _SUMMARY_QUERY
+    from fencepost.impl.sqlite import _CURRENT_EPOCH_QUERY, _SUMMARY_QUERY
 
     store = SQLiteStore(tmp_path / "plan.db")
     big_stream(store)
     store._db.execute("ANALYZE")
     plan = [row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + _SUMMARY_QUERY, ("big", 1))]
+    epoch = [
+        row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + _CURRENT_EPOCH_QUERY, ("big",))
+    ]
     store.close()
+    # the current epoch never reads a membership body (O(partitions) of overflow pages)
+    assert any("COVERING INDEX memberships_by_epoch" in step for step in epoch), epoch
     searches = [step for step in plan if step.startswith("SEARCH")]
     assert len(searches) == 4, plan
     assert all(" USING " in step for step in searches), plan  # an index or the primary key
@@ -162,4 +172,52 @@ def test_the_postgres_summary_probes_indexes_only(pg_dsn: str, pg_schema: str) -
         )
         plan = [r[0] for r in conn.execute("EXPLAIN EXECUTE summary('big', 1)")]
     assert not [line for line in plan if "Seq Scan" in line], plan
-    assert sum("Index Cond: ((stream = " in line for line in plan) == 4, plan
+    # missing, off-scope, provisional, and the least cut in two probes (prefix, then key)
+    assert sum("Index Cond: ((stream = " in line for line in plan) == 5, plan
+
+
+@pytest.mark.postgres
+def test_postgres_checkpoint_writes_find_their_row_by_primary_key(
+    pg_dsn: str, pg_schema: str
+) -> None:
+    """Even on a table never analyzed (autovacuum off), the generic plan of a fenced write
+    looks its row up by (stream, epoch, partition), never by scanning the epoch."""
+    store = PostgresStore(pg_dsn, schema=pg_schema)
+    try:
+        big_stream(store)
+        checkpoint = Checkpoint("p00007", Cut.through(9), None, 2, "q", 1)
+        for expected in (None, 1):
+            query, params = store._checkpoint_statement("big", b"big", expected, checkpoint)
+            names = list(params)
+            for i, name in enumerate(names):
+                query = query.replace(f"%({name})s", f"${i + 1}")
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute(f"SET search_path = {quote_ident(pg_schema)}")
+                conn.execute("SET plan_cache_mode = force_generic_plan")
+                typed = ", ".join(_PG_TYPES[n] for n in names)
+                conn.execute(f"PREPARE w({typed}) AS {query}")
+                values = ", ".join("NULL" for _ in names)
+                plan = [r[0] for r in conn.execute(f"EXPLAIN EXECUTE w({values})")]
+            lookups = [line for line in plan if "Index Cond" in line or "Scan" in line]
+            assert not [line for line in plan if "Seq Scan" in line], plan
+            assert not [line for line in lookups if "checkpoints_by_cut" in line], plan
+    finally:
+        store.close()
+
+
+_PG_TYPES = {
+    "stream": "bytea",
+    "epoch": "numeric",
+    "partition": "bytea",
+    "kind": "text",
+    "at_int": "numeric",
+    "at_str": "bytea",
+    "token": "bytea",
+    "generation": "bigint",
+    "scope": "bytea",
+    "finality": "text",
+    "sort_key": "bytea",
+    "scope_ok": "boolean",
+    "write_id": "uuid",
+    "expected": "bigint",
+}
