@@ -79,7 +79,7 @@ class StatementLog:
 
     @contextmanager
     def capture_postgres(self) -> Iterator[None]:
-        """Record every statement :mod:`fencepost.impl.postgres` sends (all go through ``_send``)."""
+        """Record every statement :mod:`fencepost.impl.postgres` sends (through ``_send``)."""
         import fencepost.impl.postgres as pg
 
         real = pg._send
