@@ -3,10 +3,14 @@
 Each process owns one stream (one partition) and loops: write the partition's
 checkpoint one offset further (conditional on its generation), then run one full
 :meth:`Publisher.attempt` (read the record, the current membership and the
-epoch's merge summary; decide; write the record conditionally), which publishes
-the new cut. Every store call is recorded (in memory, written out at the end)
-and the whole history is checked (linearizability and docs/semantics.md
-section 7) before the figures are printed: 0 anomalies is part of the result.
+epoch's checkpoints; decide; write the record conditionally), which publishes
+the new cut. Every store call is recorded in the audit log format
+(:class:`~fencepost.impl.recording.RecordingStore`: an audited publisher reads
+the whole checkpoint vector, so that the audit sees what it decided from) and
+the whole history is audited (``fencepost audit``'s checks: linearizability
+and docs/semantics.md section 7) before the figures are printed: 0 anomalies
+is part of the result. (The unrecorded summary read is measured, against the
+same baseline, in ``benchmarks/scale.py``.)
 
 The baseline, in the same run, alternating with fencepost at each process count:
 the same processes issuing **the same five statements** per cycle through psycopg
@@ -42,41 +46,19 @@ from typing import Any
 import psycopg
 from baseline import StatementLog, postgres_dsn
 
-from fencepost.impl.codec import membership_to_json
+from fencepost.audit.log import read_ops
+from fencepost.audit.ops import Op, Status
+from fencepost.audit.run import audit_ops
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.postgres import PostgresStore, quote_ident
 from fencepost.impl.publisher import Outcome, Publisher
+from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import Checkpoint, Membership
-
-# The history checker: the one place this benchmark uses it (fencepost.properties.history
-# today; another package may own it later).
-from fencepost.properties.history import (
-    JSON,
-    Context,
-    Op,
-    RecordingStore,
-    Status,
-    check_history,
-    load_history,
-)
 
 ORDER = IntegerOrder("offsets", successor_exact=True)
 MEMBERSHIP = Membership(1, "q", {"A": "offsets"}, {"offsets": ORDER})
-
-
-class MemorySink:
-    """Keeps a process's history lines in memory; written out once, at the end."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: Any) -> None:
-        self.lines.append(json.dumps(line, separators=(",", ":")))
-
-    def save(self, path: Path) -> None:
-        path.write_text("\n".join(self.lines) + "\n")
 
 
 def _wait(start_at: float) -> None:
@@ -92,10 +74,10 @@ def fencepost_worker(
 ) -> None:
     """One publisher process: advance its checkpoint, publish, repeat until time is up."""
     stream = f"b{index}"
-    sink = MemorySink()
+    sink = LogWriter(Path(folder) / f"w{index}.jsonl")
     name = f"fpbench-{schema}-{index}"
     inner = PostgresStore(dsn, schema=schema, max_connections=1, application_name=name)
-    store = RecordingStore(inner, f"w{index}", sink)
+    store = RecordingStore(inner, sink, f"w{index}")
     publisher = Publisher(store, stream, f"w{index}")
     generation: int | None = None
     offset = 0
@@ -109,20 +91,7 @@ def fencepost_worker(
         assert written.checkpoint is not None
         generation = written.checkpoint.generation
         offset += 1
-        started = time.monotonic_ns()
-        result = publisher.attempt()
-        store.note(
-            "attempt",
-            started,
-            {"stream": stream, "worker": f"w{index}"},
-            {
-                "outcome": result.outcome.value,
-                "op_id": result.op_id,
-                "epoch": result.epoch,
-                "cut": None,
-                "proposal": None,
-            },
-        )
+        result = store.attempt(publisher)
         if result.outcome is not Outcome.PUBLISHED:
             raise SystemExit(f"w{index}: attempt ended {result.outcome.value}: {result.detail}")
     server_end = _backend_cpu(dsn, name)
@@ -134,7 +103,7 @@ def fencepost_worker(
     }
     (Path(folder) / f"w{index}.cpu").write_text(json.dumps(cpu))
     store.close()
-    sink.save(Path(folder) / f"w{index}.jsonl")
+    sink.close()
 
 
 def _backend_cpu(dsn: str, application_name: str) -> float | None:
@@ -167,19 +136,25 @@ def capture_statements(dsn: str) -> dict[str, str]:
     try:
         store.create_stream("probe", MEMBERSHIP)
         store.write_checkpoint("probe", None, Checkpoint("A", Cut.through(0), "0", 1, "q", 1))
+        folder = tempfile.mkdtemp(prefix="fencepost-bench-probe-")
+        writer = LogWriter(Path(folder) / "probe.jsonl")
+        recorded = RecordingStore(store, writer, "probe")
         log = StatementLog()
         with log.capture_postgres():
-            store.write_checkpoint("probe", 1, Checkpoint("A", Cut.through(1), "1", 2, "q", 1))
-            assert Publisher(store, "probe", "w").attempt().outcome is Outcome.PUBLISHED
+            recorded.write_checkpoint("probe", 1, Checkpoint("A", Cut.through(1), "1", 2, "q", 1))
+            published = recorded.attempt(Publisher(recorded, "probe", "w"))
+        assert published.outcome is Outcome.PUBLISHED
+        writer.close()
+        shutil.rmtree(folder)
     finally:
         store.close()
         _drop(dsn, schema)
-    checkpoint, record, epoch, summary, publication = log.statements
+    checkpoint, record, epoch, checkpoints, publication = log.statements
     return {
         "checkpoint": checkpoint,
         "record": record,
         "epoch": epoch,
-        "summary": summary,
+        "checkpoints": checkpoints,
         "publication": publication,
     }
 
@@ -236,9 +211,7 @@ def baseline_worker(
         record = conn.execute(sql["record"], (stream,), prepare=True).fetchone()
         assert record is not None
         conn.execute(sql["epoch"], (stream,), prepare=True).fetchone()
-        conn.execute(
-            sql["summary"], {"stream": stream, "epoch": Decimal(1)}, prepare=True
-        ).fetchall()
+        conn.execute(sql["checkpoints"], (Decimal(1), stream), prepare=True).fetchall()
         rows = conn.execute(
             sql["publication"],
             {
@@ -300,39 +273,36 @@ def run_fencepost(dsn: str, processes: int, seconds: float) -> dict[str, Any]:
             lambda i: (dsn, schema, i, folder, start_at, seconds),
             processes,
         )
-        ops = load_history(sorted(Path(folder).glob("*.jsonl")))
+        ops = list(read_ops(sorted(Path(folder).glob("*.jsonl"))))
         cpus = [json.loads(p.read_text()) for p in Path(folder).glob("*.cpu")]
     finally:
         shutil.rmtree(folder)
         _drop(dsn, schema)
-    memberships: dict[str, dict[int, JSON]] = {
-        f"b{i}": {1: membership_to_json(MEMBERSHIP)} for i in range(processes)
-    }
-    anomalies = check_history(ops, Context(memberships=memberships))
+    anomalies = audit_ops(list(ops)).violations
     client_cpu = sum(c["client_s"] for c in cpus)
     server_cpu = (
         None if any(c["server_s"] is None for c in cpus) else sum(c["server_s"] for c in cpus)
     )
-    first = min(op.invoke_ns for op in ops)
-    last = max(op.complete_ns for op in ops if op.status is Status.OK)
+    first = min(op.t0 for op in ops)
+    last = max(op.t1 for op in ops if op.status is Status.OK)
     elapsed = (last - first) / 1e9
 
     def done(kind: str) -> list[Op]:
         return [o for o in ops if o.kind == kind and o.status is Status.OK]
 
-    publishes = [o for o in done("write_publication") if o.result["applied"]]
+    publishes = done("write_publication")  # OK means applied (a lost race is "conflict")
     attempts = [o for o in done("attempt") if o.result["outcome"] == "published"]
     return {
         "publishes_per_s": len(publishes) / elapsed,
-        "attempt_ms_p50": _ms([o.complete_ns - o.invoke_ns for o in attempts], 0.5),
-        "attempt_ms_p99": _ms([o.complete_ns - o.invoke_ns for o in attempts], 0.99),
+        "attempt_ms_p50": _ms([o.t1 - o.t0 for o in attempts], 0.5),
+        "attempt_ms_p99": _ms([o.t1 - o.t0 for o in attempts], 0.99),
         "client_cpu_ms_per_publish": 1000 * client_cpu / max(1, len(publishes)),
         "server_cpu_ms_per_publish": None
         if server_cpu is None
         else 1000 * server_cpu / max(1, len(publishes)),
         "store_operations": len(ops) - len(attempts),
         "anomalies": len(anomalies),
-        "first_anomalies": [str(a) for a in anomalies[:5]],
+        "first_anomalies": [f"{a.property}: {a.message}" for a in anomalies[:5]],
     }
 
 
@@ -415,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"PostgreSQL at {where}: {args.seconds:g}s per run, {args.rounds} run(s) of each, "
             f"{os.cpu_count()} CPUs, synchronous_commit=on; fencepost's every call recorded "
-            "and the history checked; baseline = the same 5 statements per cycle, psycopg, "
+            "and the history audited; baseline = the same 5 statements per cycle, psycopg, "
             "prepared, one connection per process"
         )
         print(

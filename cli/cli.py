@@ -4,7 +4,8 @@ Each subcommand lives in its own module under ``fencepost.commands`` and is
 imported only when invoked, so ``fencepost prove`` never pays for importing the
 PostgreSQL driver and a broken optional piece cannot break unrelated commands.
 Exit codes follow one convention everywhere: 0 the property holds / the run
-succeeded, 1 a violation or finding was found, 2 a usage error.
+succeeded, 1 a violation or finding was found, 2 a usage error or bad input, 3
+fencepost's own error (never a verdict).
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from fencepost import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("explore", "Exhaustively explore the protocol model within bounds."),
     "prove": ("prove", "Prove the cut-algebra theorems with Z3."),
-    "demo": ("demo", "Ingest a simulated paginated source into a store and publish."),
+    "demo": ("demo", "Ingest a simulated source or a real PostgreSQL outbox, and publish."),
     "sut": ("sut", "Speak the conformance protocol with fencepost's own implementation."),
     "conform": ("conform", "Test any implementation through the JSON-lines protocol."),
     "scenarios": ("scenarios", "Run the scenario library against model, impl or a SUT."),
     "check": ("check", "The CI gate: proofs, exploration, refinement, scenarios, conformance."),
     "review": ("review", "Review provider contracts and report findings."),
     "contracts": ("contracts", "List and show the shipped provider contracts."),
+    "audit": ("audit", "Check the recorded history of a live system (docs/audit.md)."),
 }
 
 
@@ -56,5 +58,6 @@ class LazyGroup(click.Group):
 def main() -> None:
     """fencepost: publish merged event frontiers that stay true.
 
-    Exit codes: 0 success / all properties hold, 1 violation or finding, 2 usage error.
+    Exit codes: 0 success / all properties hold, 1 violation or finding, 2 usage error
+    or bad input, 3 fencepost's own error.
     """

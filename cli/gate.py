@@ -20,6 +20,7 @@ never loads the model or the harness.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ class PartResult:
     summary: str
     details: tuple[str, ...] = ()
     seconds: float = 0.0
+    #: The part's results as data (a ConformReport, ExploreResults, scenario
+    #: TargetResults), for reports that draw them (``fencepost check --html``).
+    evidence: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +87,24 @@ def _explore(options: GateOptions) -> PartResult:
 
     lines: list[str] = []
     failures: list[str] = []
+    results = []
     states = 0
     for part in PARTS:
         result = explore(default_config(part), keep_graph=False)
+        results.append(result)
         states += result.states
         lines.append(f"{part}: {result.states:,} states, depth {result.depth}, {result.verdict}")
         if result.verdict != HOLDS:
             failures.append(render_counterexample(result) if result.violation else lines[-1])
     if failures:
-        return PartResult("explore", False, "; ".join(lines), tuple(failures))
+        return PartResult(
+            "explore", False, "; ".join(lines), tuple(failures), evidence=tuple(results)
+        )
     return PartResult(
-        "explore", True, f"{states:,} states, all invariants hold ({'; '.join(lines)})"
+        "explore",
+        True,
+        f"{states:,} states, all invariants hold ({'; '.join(lines)})",
+        evidence=tuple(results),
     )
 
 
@@ -159,7 +170,7 @@ def _scenarios(options: GateOptions) -> PartResult:
         "\n".join([f"{r.scenario} on {r.target}: {r.status}: {r.detail}", *r.narrative])
         for r in bad
     )
-    return PartResult("scenarios", not bad, summary, details)
+    return PartResult("scenarios", not bad, summary, details, evidence=tuple(results))
 
 
 def _conformance(options: GateOptions) -> PartResult:
@@ -183,11 +194,13 @@ def _conformance(options: GateOptions) -> PartResult:
         f"levels {', '.join(report.tested)}"
     )
     if report.ok:
-        return PartResult("conformance", True, summary + ", conformant")
+        return PartResult("conformance", True, summary + ", conformant", evidence=(report,))
     details = [render_failure(f, "fencepost sut") for f in report.failures]
     if report.problem:
         details.append(report.problem)
-    return PartResult("conformance", False, summary + ", NOT conformant", tuple(details))
+    return PartResult(
+        "conformance", False, summary + ", NOT conformant", tuple(details), evidence=(report,)
+    )
 
 
 PARTS: dict[str, Part] = {
@@ -211,11 +224,13 @@ def run_part(part: Part, options: GateOptions) -> PartResult:
     except Exception as exc:  # a broken part must fail the gate with its reason
         result = PartResult(part.name, False, f"crashed: {type(exc).__name__}: {exc}")
     seconds = time.perf_counter() - started
-    return PartResult(result.name, result.ok, result.summary, result.details, seconds)
+    return dataclasses.replace(result, seconds=seconds)
 
 
 def junit_xml(results: list[PartResult]) -> str:
     """The results as a JUnit XML test suite (one test case per part)."""
+    from fencepost.harness.report import xml_text
+
     failures = sum(not r.ok for r in results)
     suite = ElementTree.Element(
         "testsuite",
@@ -230,11 +245,11 @@ def junit_xml(results: list[PartResult]) -> str:
             suite, "testcase", classname="fencepost.check", name=r.name, time=f"{r.seconds:.3f}"
         )
         if not r.ok:
-            failure = ElementTree.SubElement(case, "failure", message=r.summary)
-            failure.text = "\n\n".join(r.details) or r.summary
+            failure = ElementTree.SubElement(case, "failure", message=xml_text(r.summary))
+            failure.text = xml_text("\n\n".join(r.details) or r.summary)
         else:
             out = ElementTree.SubElement(case, "system-out")
-            out.text = r.summary
+            out.text = xml_text(r.summary)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
 
 

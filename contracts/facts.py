@@ -16,6 +16,7 @@ from fencepost.impl.cuts import Cut, Endpoint
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.orders import Coordinate
 from fencepost.impl.provider import Claim
+from fencepost.inputs.toml import InputError
 from fencepost.inputs.tomllines import (
     Path,
 )
@@ -24,26 +25,30 @@ from fencepost.inputs.tomllines import (
 # Errors
 
 
-class ContractError(InvalidValue):
+class ContractError(InputError, InvalidValue):
     """A contract file that cannot be read, parsed or trusted, with its place.
 
     ``file`` and ``line`` locate the mistake (``line`` is None when the whole
     file is at fault: unreadable, missing); ``field`` is the dotted path of the
-    offending field as an author writes it (``boundaries.AT_SEQUENCE_NUMBER.cut``).
+    offending field as an author writes it (``boundaries.AT_SEQUENCE_NUMBER.cut``);
+    ``value`` the offending value.
     """
 
     def __init__(
         self, file: str, line: int | None, field: str, problem: str, value: object = None
     ) -> None:
-        super().__init__(field, value, problem)
-        self.file = file
-        self.line = line
+        InputError.__init__(self, file, line, field, problem)
+        self.value = value
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return (
-            f"{where}: {self.field}: {self.problem}" if self.field else f"{where}: {self.problem}"
-        )
+        return InputError.__str__(self)
+
+
+def contract_error(
+    origin: str, line: int | None, field: str, problem: str, value: object = None
+) -> ContractError:
+    """The :class:`ContractError` the shared TOML reader raises for a contract file."""
+    return ContractError(origin, line, field, problem, value)
 
 
 class UnknownContract(InvalidValue):

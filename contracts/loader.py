@@ -5,8 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib.resources
 import re
-import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path as FilePath
 from types import MappingProxyType
@@ -44,14 +43,14 @@ from fencepost.contracts.facts import (
     TokenKind,
     Unconfirmed,
     UnknownContract,
+    contract_error,
 )
 from fencepost.impl.cuts import Endpoint
 from fencepost.impl.errors import InvalidValue
+from fencepost.inputs.toml import Document, Table
 from fencepost.inputs.tomllines import (
     KeySyntaxError,
     Path,
-    format_path,
-    index_lines,
     parse_path,
 )
 
@@ -76,72 +75,30 @@ _TOP_ALL = (
 )
 
 
-class _Reader:
-    """Typed access to one table of the contract, with every error located."""
+class _Document(Document):
+    """A contract document: the shared reader, plus the citations seen (checked at the end)."""
 
-    def __init__(self, loader: _Loader, path: Path, data: object, allowed: Iterable[str]) -> None:
-        self.loader = loader
-        self.path = path
-        if not isinstance(data, dict):
-            raise loader.error(path, "must be a table", data)
-        self.data: dict[str, object] = data
-        self.allowed = tuple(allowed)
-        for key in data:
-            if key not in self.allowed:
-                close = difflib.get_close_matches(key, self.allowed, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                raise loader.error(
-                    (*path, key),
-                    f"unknown field; {hint}allowed here: {', '.join(self.allowed)}",
-                    data[key],
-                )
+    def __init__(self, text: str, origin: str) -> None:
+        super().__init__(text, origin, contract_error)
+        self.cite_refs: list[tuple[Path, str]] = []
 
-    def has(self, key: str) -> bool:
-        return key in self.data
 
-    def raw(self, key: str) -> object:
-        if key not in self.data:
-            raise self.loader.error((*self.path, key), "missing required field")
-        return self.data[key]
+class _Reader(Table):
+    """Typed access to one table of the contract (the shared reader's), with the contract's
+    own field kinds: an endpoint kind, a list of citations."""
 
-    def text(self, key: str) -> str:
-        value = self.raw(key)
-        if type(value) is not str or not value.strip():
-            raise self.loader.error((*self.path, key), "a non-empty string is required", value)
-        return value
+    @property
+    def cite_refs(self) -> list[tuple[Path, str]]:
+        assert isinstance(self.doc, _Document)
+        return self.doc.cite_refs
 
     def optional_text(self, key: str) -> str | None:
-        return self.text(key) if key in self.data else None
-
-    def boolean(self, key: str, default: bool | None = None) -> bool:
-        if key not in self.data and default is not None:
-            return default
-        value = self.raw(key)
-        if type(value) is not bool:
-            raise self.loader.error((*self.path, key), "true or false is required", value)
-        return value
-
-    def choice(self, key: str, enum: type[E], default: E | None = None) -> E:
-        if key not in self.data and default is not None:
-            return default
-        value = self.raw(key)
-        options = [str(member.value) for member in enum]
-        if type(value) is not str or value not in options:
-            close = (
-                difflib.get_close_matches(value, options, n=1, cutoff=0.6)
-                if type(value) is str
-                else []
-            )
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise self.loader.error(
-                (*self.path, key), f"must be one of: {', '.join(options)}{hint}", value
-            )
-        return enum(value)
+        return self.opt_text(key)
 
     def endpoint(self, key: str) -> Endpoint:
         value = self.raw(key)
         if value not in ("before", "through"):
-            raise self.loader.error((*self.path, key), 'must be "before" or "through"', value)
+            raise self.error(key, 'must be "before" or "through"', value)
         assert isinstance(value, str)
         return Endpoint(value)
 
@@ -151,36 +108,27 @@ class _Reader:
         value = self.data[key]
         path = (*self.path, key)
         if not isinstance(value, list) or not all(type(v) is str and v for v in value):
-            raise self.loader.error(path, 'a list of source ids is required: cite = ["id"]', value)
+            raise self.doc.error(path, 'a list of source ids is required: cite = ["id"]', value)
         for item in value:
-            self.loader.cite_refs.append((path, item))
+            self.cite_refs.append((path, item))
         return tuple(value)
-
-    def table(self, key: str, allowed: Iterable[str]) -> _Reader:
-        return _Reader(self.loader, (*self.path, key), self.raw(key), allowed)
 
 
 class _Loader:
-    def __init__(self, text: str, origin: str) -> None:
-        self.origin = origin
-        self.text = text
-        self.lines = index_lines(text)
-        self.cite_refs: list[tuple[Path, str]] = []
+    def __init__(self, doc: _Document) -> None:
+        self.doc = doc
+        self.origin = doc.origin
+        self.lines = doc.lines
+        self.cite_refs = doc.cite_refs
 
     def error(self, path: Path, problem: str, value: object = None) -> ContractError:
-        return ContractError(
-            self.origin, self.lines.line_of(path), format_path(path), problem, value
-        )
+        error = self.doc.error(path, problem, value)
+        assert isinstance(error, ContractError)
+        return error
 
     def load(self) -> Contract:
-        try:
-            data = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-            line = int(m.group(1)) if m else None
-            message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-            raise ContractError(self.origin, line, "", f"TOML syntax: {message}") from None
-        top = _Reader(self, (), data, _TOP_ALL)
+        data = self.doc.parse()
+        top = _Reader(self.doc, (), data, _TOP_ALL)
 
         provider = self._provider(top.table("provider", ("name", "title", "version", "summary")))
         sources = self._sources(top)
@@ -243,7 +191,7 @@ class _Loader:
             raise self.error(("sources",), "must be a table of [sources.ID] tables", raw_sources)
         out: dict[str, Source] = {}
         for sid, raw in raw_sources.items():
-            r = _Reader(self, ("sources", sid), raw, ("title", "url", "quote"))
+            r = _Reader(self.doc, ("sources", sid), raw, ("title", "url", "quote"))
             url = r.optional_text("url")
             if url is not None and not re.match(r"https?://\S+$", url):
                 raise self.error(
@@ -313,7 +261,9 @@ class _Loader:
             raise self.error(("boundaries",), "list at least one boundary: [boundaries.NAME]", raw)
         out: dict[str, Boundary] = {}
         for name, table in raw.items():
-            r = _Reader(self, ("boundaries", name), table, ("surface", "cut", "meaning", "cite"))
+            r = _Reader(
+                self.doc, ("boundaries", name), table, ("surface", "cut", "meaning", "cite")
+            )
             out[name] = Boundary(
                 name, r.choice("surface", Surface), r.endpoint("cut"), r.text("meaning"), r.cites()
             )
@@ -330,7 +280,7 @@ class _Loader:
         out: dict[str, ClaimFacts] = {}
         for name, table in raw.items():
             path: Path = ("claims", name)
-            r = _Reader(self, path, table, _CLAIM_FIELDS)
+            r = _Reader(self.doc, path, table, _CLAIM_FIELDS)
             boundary = self._reference(r, "boundary", boundaries, Surface.RECORD)
             adjust = r.choice("adjust", Adjust, default=Adjust.NONE)
             self._check_adjust(path, adjust, order)
@@ -439,7 +389,7 @@ class _Loader:
         raw = top.raw(key)
         if not isinstance(raw, list):
             raise self.error((key,), f"write each entry as a [[{key}]] table", raw)
-        return [_Reader(self, (key, i), item, allowed) for i, item in enumerate(raw)]
+        return [_Reader(self.doc, (key, i), item, allowed) for i, item in enumerate(raw)]
 
     def _unconfirmed(self, r: _Reader, data: Mapping[str, object]) -> Unconfirmed:
         text = r.text("field")
@@ -520,30 +470,21 @@ def _exists(data: object, path: Path) -> bool:
 
 def parse_contract(text: str, origin: str = "<contract>") -> Contract:
     """Parse a contract from TOML ``text``; ``origin`` names the file in errors."""
-    return _Loader(text, origin).load()
+    return _Loader(_Document(text, origin)).load()
 
 
 def read_contract_file(path: str | FilePath) -> Contract:
     """Load the contract file at ``path`` (errors name the file as given)."""
     origin = str(path)
-    try:
-        raw = FilePath(path).read_bytes()
-    except FileNotFoundError:
-        raise ContractError(origin, None, "", "no such file") from None
-    except IsADirectoryError:
-        raise ContractError(origin, None, "", "is a directory, not a contract file") from None
-    except OSError as exc:
-        raise ContractError(origin, None, "", f"cannot read: {exc.strerror or exc}") from None
-    return _decode_and_parse(raw, origin)
+    if FilePath(path).is_dir():
+        raise ContractError(origin, None, "", "is a directory, not a contract file")
+    doc = Document.from_file(origin, contract_error)
+    return _Loader(_Document(doc.text, origin)).load()
 
 
 def _decode_and_parse(raw: bytes, origin: str) -> Contract:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ContractError(origin, line, "", "not UTF-8 text") from None
-    return parse_contract(text, origin)
+    doc = Document.from_bytes(raw, origin, contract_error)
+    return parse_contract(doc.text, origin)
 
 
 def shipped_contract_names() -> tuple[str, ...]:

@@ -28,9 +28,7 @@ from fencepost.harness.protocol import (
     CompareOk,
     ErrorReply,
     MergeOk,
-    MessageError,
     compare_message,
-    encode,
     merge_message,
     parse_sut_message,
 )
@@ -38,6 +36,10 @@ from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.session import LineSession
 from fencepost.harness.transport import SutFactory
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 from fencepost.judge.cuts import compare, same_claim
 from fencepost.judge.merge import Withheld, merge
 from fencepost.judge.values import (

@@ -7,17 +7,21 @@ Each :class:`Base` is built to reach situations where implementations go wrong
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fencepost.harness.algebra import KEYS, MILLIS, OFFSETS
 from fencepost.harness.schedule import (
+    LOST_UNTIL_END,
     Action,
     Advance,
     Answer,
+    Certify,
     Crash,
     Finalize,
     Ingest,
+    Inject,
     Publish,
     Reshard,
 )
@@ -28,6 +32,7 @@ from fencepost.harness.world import (
     PartitionSetup,
     WorldSetup,
 )
+from fencepost.judge.values import NOTHING, Cut
 
 # --- exhaustive -----------------------------------------------------------------------------
 
@@ -216,7 +221,210 @@ _MILLIS_PUBLISHER_BASE: tuple[Action, ...] = (
     Publish("w2"),
     *_answers("w2", 4),  # reset policy: the record moves to epoch 2 with a lower cut
     Publish("w1"),
-    *(Answer("w1", "lost") for _ in range(5)),  # persistent loss: a retry budget is spent
+    # Persistent loss: every call of the attempt loses its response until it gives up
+    # (a program that never does is a runaway).
+    Answer("w1", LOST_UNTIL_END),
+)
+
+#: Both endpoint kinds at one coordinate in either partition order, and every withheld
+#: reason in the documented order (docs/semantics.md section 4). First both members
+#: store a progress token with no coverage (``no_coverage``). Dense integers: A's one
+#: event at 5, B's two events at 5, in both epochs. A certifies ``through 5`` and B only
+#: ``before 5`` (one of its events at 5 has no outcome yet): the merge is ``before 5``,
+#: whichever member comes first (a minimum that keeps the endpoint kind it met first
+#: publishes ``through 5``). After the reshard, A's old checkpoint is misfiled into
+#: epoch 2 while B's is of another scope: two reasons at once, and ``epoch_mismatch``
+#: comes first. Then a provisional checkpoint, then a missing one beside a wrong scope
+#: (``missing_checkpoint`` comes first), then the cutover once both members certify,
+#: with a retired partition's checkpoint in the vector (it must not pin the frontier).
+_REASONS_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1, (PartitionSetup("A", _events("A", 5)), PartitionSetup("B", _events("B", 5, 5)))
+        ),
+        EpochSetup(
+            2, (PartitionSetup("A", _events("A", 5)), PartitionSetup("B", _events("B", 5, 5)))
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_REASONS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Certify("A", NOTHING),  # progress tokens, no coverage yet
+    Certify("B", NOTHING),
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld no_coverage
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.before(5)),
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes before 5, not through 5
+    Reshard(),
+    Inject("A", "wrong_epoch"),  # A's epoch 1 checkpoint read as epoch 2's
+    Inject("B", "wrong_scope"),
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld epoch_mismatch (checked before scope_mismatch)
+    Certify("B", Cut.before(5)),
+    Inject("A", "provisional"),
+    Publish("w1"),
+    *_answers("w1", 3),  # withheld unsupported_finality
+    Inject("B", "wrong_scope"),
+    Inject("A", "missing"),
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld missing_checkpoint (checked before scope_mismatch)
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.through(5)),
+    Inject("A", "non_member"),  # a retired partition's checkpoint of epoch 2, no coverage
+    Publish("w1"),
+    *_answers("w1", 4),  # the cutover: (epoch 2, through 5) is ahead of before 5
+)
+
+#: Integers no 64-bit or floating-point number holds (docs/conformance-protocol.md,
+#: "Values": integers of any size). Dense integers, so neighbouring coordinates are
+#: different claims: A's events at N = 2^53, N+5 and 2^63+1; B's two events at N+1 and
+#: one at 10^40. As JavaScript numbers N and N+1 are one value, so ``through N`` and
+#: ``before N+1`` (B's first certified cut: one of its two events at N+1 is not done)
+#: compare as ``through x`` against ``before x``, and the minimum comes out as the
+#: claim nobody certified; 2^63+1 and 10^40 do not fit a 64-bit integer at all. A SUT
+#: that declares a range (``hello_ok.integers``) gets this world moved inside it
+#: (:meth:`Base.within`).
+_WIDE = 2**53
+_WIDE_PUBLISHER = WorldSetup(
+    order=MILLIS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", _WIDE, _WIDE + 5, 2**63 + 1)),
+                PartitionSetup("B", _events("B", _WIDE + 1, _WIDE + 1, 10**40)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_WIDE_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through 2^53
+    Advance("B"),  # B before 2^53+1
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 2^53, the smaller of the two
+    Advance("A"),  # A through 2^53+5
+    Advance("B"),  # B through 2^53+1
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through 2^53+1
+    Advance("A"),  # A through 2^63+1
+    Advance("B"),  # B through 10^40
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 2^63+1
+)
+
+#: The checkpointer with a retry budget spent: every response of r1's pass after its
+#: records is lost (its write, its rereads) until the pass ends. An honest
+#: pass ends reporting what the store was last seen to hold, never the cut it failed
+#: to write.
+_BUDGET_CHECKPOINTER = WorldSetup(
+    order=OFFSETS,
+    epochs=(EpochSetup(1, (PartitionSetup("A", _events("A", 1, 2)),)),),
+    readers=("r1", "r2"),
+    page_size=2,
+)
+
+_BUDGET_CHECKPOINTER_BASE: tuple[Action, ...] = (
+    Ingest("r1", "A"),
+    *_answers("r1", 4),  # r1 read nothing, fetched [A1, A2], recorded both; write pending
+    Answer("r1", LOST_UNTIL_END),
+    Ingest("r2", "A"),
+    *_answers("r2", 5),  # r2 certifies through 2 after r1 gave up
+)
+
+#: The epoch fence after a lost write, a spent retry budget after a write, and coordinate
+#: 0 (the first offset of a Kafka partition). Offsets: A's events at 0, 2 and 4, B's at 0,
+#: 1 and 3 in both epochs. Both members certify ``through 0`` (a reader that takes 0 for
+#: "no coverage" publishes nothing, or withholds). Then A certifies ``through 2`` and B
+#: ``before 3``, the successor edge (one claim on offsets). w1's write of ``through 2`` is
+#: lost, not applied; the membership moves to epoch 2 and w2 cuts the record over to it
+#: before w1 rereads: w1 must apply the cutover rule, never write its epoch 1 claim over
+#: the record's epoch 2. Last, w2 reads, proposes and writes, the write is lost, and so is
+#: every reread after it, until it gives up: it reports a record it was shown (or none),
+#: never its proposal.
+_FENCE_PUBLISHER = WorldSetup(
+    order=OFFSETS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 0, 2, 4)),
+                PartitionSetup("B", _events("B", 0, 1, 3)),
+            ),
+        ),
+        EpochSetup(
+            2,
+            (
+                PartitionSetup("A", _events("A", 0, 2, 4)),
+                PartitionSetup("B", _events("B", 0, 1, 3)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_FENCE_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # A through 0
+    Advance("B"),  # B through 0
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 0
+    Advance("A"),  # A through 2
+    Advance("B"),  # B through 1
+    Certify("B", Cut.before(3)),  # B before 3: the same claim as through 2 on offsets
+    Publish("w1"),
+    *_answers("w1", 3),  # w1 proposes through 2 (the tie: the smaller coordinate)
+    Answer("w1", "lost"),  # its write is lost, not applied
+    Reshard(),  # epoch 2 is durable
+    Advance("A"),  # epoch 2: A through 0
+    Advance("B"),  # epoch 2: B through 0
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 cuts the record over to (epoch 2, through 0)
+    *_answers("w1", 4),  # w1 rereads: epoch 2 now; the fence holds
+    Advance("A"),  # epoch 2: A through 2
+    Advance("B"),  # epoch 2: B through 1
+    Publish("w2"),
+    *_answers("w2", 3),  # w2 proposes (epoch 2, through 1)
+    Answer("w2", LOST_UNTIL_END),  # the write, and every reread until w2 gives up
+)
+
+#: A checkpointer whose late write is *ahead* of the one that beat it, on a page holding
+#: two events at one coordinate (A's events at 1, 2, 2 and 4, one page of four): r1
+#: reads no checkpoint, then r2 certifies ``before 2`` from a page whose final claim
+#: stops at what the source has finalized; the source finalizes the rest, and r1's page
+#: claims ``through 4`` (every event of the page needs its outcome, both at 2). r1's
+#: write expected no checkpoint and conflicts with r2's weaker one: it must reread and
+#: write again (its claim is still strictly ahead), and report only
+#: what the store then holds. Then an operator stores a checkpoint of another scope in
+#: r1's key: a reader must neither resume from its token nor trust its cut.
+_AHEAD_CHECKPOINTER = WorldSetup(
+    order=OFFSETS,
+    epochs=(EpochSetup(1, (PartitionSetup("A", _events("A", 1, 2, 2, 4), final=2),)),),
+    readers=("r1", "r2"),
+    page_size=4,
+)
+
+_AHEAD_CHECKPOINTER_BASE: tuple[Action, ...] = (
+    Ingest("r1", "A"),
+    Answer("r1"),  # r1 reads: no checkpoint; its fetch is pending
+    Ingest("r2", "A"),
+    Answer("r2"),  # r2 reads: no checkpoint
+    Answer("r2", "horizon"),  # [A1..A4], a final claim only up to before 2
+    *_answers("r2", 5),  # four outcomes recorded, before 2 stored
+    Finalize("A"),
+    Finalize("A"),
+    *_answers("r1", 6),  # [A1..A4] claiming through 4, outcomes, the write conflicts
+    *_answers("r1", 3),  # the reread and the write again on top of r2's
+    Inject("A", "wrong_scope"),
+    Ingest("r2", "A"),
+    *_answers("r2", 4),  # r2 reads the misconfigured checkpoint and starts over
 )
 
 #: A crash between two calls: w1 dies after reading the record (its process is killed
@@ -300,6 +508,49 @@ class Base:
     #: What the base is built to exercise, in words (reports and docs).
     about: str = ""
 
+    def within(self, limits: tuple[int, int] | None) -> Base:
+        """The base with every integer coordinate moved inside ``limits`` (a range a SUT
+        declared in ``hello_ok.integers``; None: any size, the base as written).
+
+        Coordinates already inside stay; those outside are moved, in order, to the top
+        of the range two apart (dense orders keep a gap between neighbours), so the
+        world keeps its shape: the same events at the same relative positions.
+        """
+        if limits is None:
+            return self
+        low, high = limits
+        outside = sorted(
+            {
+                at
+                for epoch in self.setup.epochs
+                for part in epoch.partitions
+                for at in (*(ev.at for ev in part.events), part.end)
+                if isinstance(at, int) and not low <= at <= high
+            }
+        )
+        if not outside:
+            return self
+        moved = {at: high - 2 * (len(outside) - i) for i, at in enumerate(outside)}
+
+        def place(at: object) -> object:
+            return moved.get(at, at) if isinstance(at, int) else at
+
+        epochs = tuple(
+            EpochSetup(
+                epoch.epoch,
+                tuple(
+                    dataclasses.replace(
+                        part,
+                        events=tuple(EventSpec(ev.id, place(ev.at)) for ev in part.events),  # type: ignore[arg-type]
+                        end=place(part.end),  # type: ignore[arg-type]
+                    )
+                    for part in epoch.partitions
+                ),
+            )
+            for epoch in self.setup.epochs
+        )
+        return dataclasses.replace(self, setup=dataclasses.replace(self.setup, epochs=epochs))
+
 
 #: Every scripted base by name, in the order the default budget runs them.
 BASES: dict[str, Base] = {
@@ -320,6 +571,29 @@ BASES: dict[str, Base] = {
             "dense integers: both endpoint kinds at one coordinate, a manufactured successor, "
             "an epoch change between a lost write and its reread, the reset policy, a retry "
             "budget spent",
+        ),
+        Base(
+            "publisher-reasons",
+            "publisher",
+            _REASONS_PUBLISHER,
+            _REASONS_PUBLISHER_BASE,
+            "both endpoint kinds at one coordinate in either partition order, and every "
+            "withheld reason with two reasons at once (the documented order decides)",
+        ),
+        Base(
+            "publisher-wide",
+            "publisher",
+            _WIDE_PUBLISHER,
+            _WIDE_PUBLISHER_BASE,
+            "integers beyond 2^53 and 2^63 (moved inside a declared range)",
+        ),
+        Base(
+            "publisher-fence",
+            "publisher",
+            _FENCE_PUBLISHER,
+            _FENCE_PUBLISHER_BASE,
+            "coordinate 0; another publisher cuts over between a lost write and its reread "
+            "(the epoch fence); a retry budget spent after a write",
         ),
         Base(
             "publisher-crash",
@@ -348,6 +622,21 @@ BASES: dict[str, Base] = {
             _KEYS_CHECKPOINTER,
             _KEYS_CHECKPOINTER_BASE,
             "strings above U+FFFF: a late write reread against a newer checkpoint",
+        ),
+        Base(
+            "checkpointer-ahead",
+            "checkpointer",
+            _AHEAD_CHECKPOINTER,
+            _AHEAD_CHECKPOINTER_BASE,
+            "a late checkpoint write ahead of the one that beat it; a misconfigured checkpoint "
+            "in the reader's own key",
+        ),
+        Base(
+            "checkpointer-budget",
+            "checkpointer",
+            _BUDGET_CHECKPOINTER,
+            _BUDGET_CHECKPOINTER_BASE,
+            "a retry budget spent on a lost checkpoint write and its rereads",
         ),
         Base(
             "composed-offsets",

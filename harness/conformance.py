@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from fencepost.harness.algebra import (
@@ -53,8 +53,6 @@ from fencepost.harness.protocol import (
     LEVELS,
     PROTOCOL_VERSION,
     HelloOk,
-    MessageError,
-    encode,
     hello_message,
     parse_sut_message,
     shutdown_message,
@@ -68,6 +66,10 @@ from fencepost.harness.seeds import FAMILIES, FAMILY_LEVELS, ExhaustiveCase, fam
 from fencepost.harness.shrink import shrink
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
 from fencepost.harness.world import WorldSetup
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
 Progress = Callable[[str, int, int | None], None]
@@ -94,6 +96,9 @@ class ConformOptions:
     fail_fast: bool = False
     #: Reuse processes between runs when the SUT declares the reset capability.
     reuse: bool = True
+    #: Run only the phases of these names (:func:`phase_plan`); None runs every phase.
+    #: Seeds are drawn as in a whole run, so a phase run alone finds what it finds there.
+    only: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -321,7 +326,10 @@ def run_case(
         return run_algebra(factory, cases, timeout=options.timeout)
     if seed < 0:
         setup, schedule = exhaustive_schedule(
-            factory, ExhaustiveCase.from_seed(seed), timeout=options.timeout
+            factory,
+            ExhaustiveCase.from_seed(seed),
+            timeout=options.timeout,
+            limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
     return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
@@ -362,7 +370,7 @@ class _Phases:
             self.failures.append(dataclasses.replace(failure, phase=name))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
-        name = "error handling"
+        name = PROBES_PHASE
         started = time.monotonic()
         self.progress(name, 0, 1)
         result = run_probes(factory, levels, timeout=self.options.timeout)
@@ -402,11 +410,15 @@ class _Phases:
         self._ended(name, len(cases), messages, started, None)
 
     def exhaustive(self, base: str, factory: SutFactory) -> None:
-        name = f"{base} exhaustive (depth {self.options.depth})"
+        name = exhaustive_phase(base, self.options.depth)
         started = time.monotonic()
         messages = runs = 0
         for case, result in exhaustive(
-            factory, base, self.options.depth, timeout=self.options.timeout
+            factory,
+            base,
+            self.options.depth,
+            timeout=self.options.timeout,
+            limits=_limits(self.integers),
         ):
             runs += 1
             messages += result.messages
@@ -417,6 +429,36 @@ class _Phases:
                 self._ended(name, runs, messages, started, failure)
                 return
         self._ended(name, runs, messages, started, None)
+
+
+#: The name of the error-handling phase.
+PROBES_PHASE = "error handling"
+
+
+def exhaustive_phase(base: str, depth: int) -> str:
+    """The name of the phase that runs the scripted base ``base`` exhaustively."""
+    return f"{base} exhaustive (depth {depth})"
+
+
+def phase_plan(
+    tested: Iterable[str], options: ConformOptions = ConformOptions()
+) -> tuple[str, ...]:
+    """The names of the phases :func:`conform` runs for the levels ``tested``, in order.
+
+    What a test runner shows as one test per phase (``fencepost.testing``), and what
+    :attr:`ConformOptions.only` selects from. Cost: O(number of scripted bases).
+    """
+    levels = set(tested)
+    families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= levels]
+    names = [PROBES_PHASE]
+    if "algebra" in families:
+        names += ["algebra exhaustive", "algebra random"]
+    schedule_families = [f for f in families if f != "algebra"]
+    if options.depth >= 0:
+        names += [exhaustive_phase(base, options.depth) for base in bases_of(schedule_families)]
+    if schedule_families and options.schedules > 0:
+        names.append("random schedules")
+    return tuple(names)
 
 
 def _confirm_fresh(
@@ -465,11 +507,31 @@ def _confirm_fresh(
     )
 
 
+class _Counted:
+    """A :class:`SutFactory` that counts the processes (or sessions) it starts."""
+
+    def __init__(self, inner: SutFactory) -> None:
+        self.inner = inner
+        self.started = 0
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
+
+    def start(self, worker: str) -> Channel:
+        self.started += 1
+        return self.inner.start(worker)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def conform(
     factory: SutFactory, options: ConformOptions = ConformOptions(), progress: Progress = _quiet
 ) -> ConformReport:
     """Test the SUT ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
+    factory = counted = _Counted(factory)
     hello, broken = greet(factory, options.timeout)
     name = hello.name if hello is not None else ""
     declared = hello.levels if hello is not None else ()
@@ -509,7 +571,7 @@ def conform(
             seconds=time.monotonic() - started,
             problem=problem,
             integers=integers,
-            processes=pool.started if pool is not None else 0,
+            processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
         )
@@ -524,24 +586,33 @@ def conform(
         )
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= set(tested)]
     rng = random.Random(options.seed)
-    phases.probes(used, frozenset(tested))
+
+    def wanted(name: str) -> bool:
+        return options.only is None or name in options.only
+
+    if wanted(PROBES_PHASE):
+        phases.probes(used, frozenset(tested))
     if "algebra" in families and not phases.stop:
-        phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
+        if wanted("algebra exhaustive"):
+            phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
         if not phases.stop:
             seeds = [seed_for(rng, "algebra") for _ in range(options.algebra_batches)]
-            phases.run("algebra random", seeds, used)
+            if wanted("algebra random"):
+                phases.run("algebra random", seeds, used)
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         for base in bases_of(schedule_families):
             if phases.stop:
                 break
-            phases.exhaustive(base, used)
+            if wanted(exhaustive_phase(base, options.depth)):
+                phases.exhaustive(base, used)
     if schedule_families and options.schedules > 0 and not phases.stop:
         seeds = [
             seed_for(rng, schedule_families[i % len(schedule_families)])
             for i in range(options.schedules)
         ]
-        phases.run("random schedules", seeds, used)
+        if wanted("random schedules"):
+            phases.run("random schedules", seeds, used)
     return report()
 
 

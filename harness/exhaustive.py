@@ -34,7 +34,7 @@ from fencepost.harness.world import (
 
 _READS_OF: dict[type, frozenset[str]] = {
     Advance: frozenset({"read_checkpoints"}),
-    Inject: frozenset({"read_checkpoints"}),
+    Inject: frozenset({"read_checkpoints", "read_checkpoint"}),
     Finalize: frozenset({"fetch_page"}),
     Reshard: frozenset({"read_membership"}),
 }
@@ -202,11 +202,17 @@ def observe(
 
 
 def exhaustive_schedule(
-    factory: SutFactory, case: ExhaustiveCase, *, timeout: float
+    factory: SutFactory,
+    case: ExhaustiveCase,
+    *,
+    timeout: float,
+    limits: tuple[int, int] | None = None,
 ) -> tuple[WorldSetup, tuple[Action, ...]]:
-    """The schedule of exhaustive ``case`` (each insertion needs the run before it)."""
-    setup = BASES[case.base].setup
-    schedule = list(BASES[case.base].schedule)
+    """The schedule of exhaustive ``case`` (each insertion needs the run before it), in a
+    world whose integers lie within ``limits`` (the SUT's declared range)."""
+    base = BASES[case.base].within(limits)
+    setup = base.setup
+    schedule = list(base.schedule)
     for position, choice in case.insertions:
         _, options = observe(factory, setup, schedule, timeout=timeout)
         possible = options[position] if position < len(options) else []
@@ -219,16 +225,23 @@ def exhaustive_schedule(
 
 
 def exhaustive(
-    factory: SutFactory, base: str, depth: int, *, timeout: float
+    factory: SutFactory,
+    base: str,
+    depth: int,
+    *,
+    timeout: float,
+    limits: tuple[int, int] | None = None,
 ) -> Iterator[tuple[ExhaustiveCase, RunResult]]:
-    """Every schedule of ``base`` with up to ``depth`` inserted steps, each run once.
+    """Every schedule of ``base`` with up to ``depth`` inserted steps, each run once, in a
+    world whose integers lie within ``limits`` (the SUT's declared range).
 
     Insertions are made at non-decreasing positions, so each combination is
     enumerated once. The search stops below a failing schedule.
     """
-    setup = BASES[base].setup
+    scripted = BASES[base].within(limits)
+    setup = scripted.setup
     stack: list[tuple[ExhaustiveCase, tuple[Action, ...], int]] = [
-        (ExhaustiveCase(base), BASES[base].schedule, 0)
+        (ExhaustiveCase(base), scripted.schedule, 0)
     ]
     while stack:
         case, schedule, lowest = stack.pop()

@@ -34,15 +34,17 @@ from dataclasses import dataclass
 
 from fencepost.harness.protocol import (
     HelloOk,
-    MessageError,
     ResetOk,
-    encode,
     parse_sut_message,
     reset_message,
     shutdown_message,
 )
 from fencepost.harness.rules import Rule, SutFailure
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 
 
 @dataclass(frozen=True, slots=True)

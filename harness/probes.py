@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fencepost.harness.protocol import (
-    encode,
-)
 from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import SutFailure, Violation
 from fencepost.harness.session import LineSession
 from fencepost.harness.transport import SutFactory
+from fencepost.inputs.jsonlines import (
+    encode,
+)
 
 
 @dataclass(frozen=True)

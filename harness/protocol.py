@@ -19,11 +19,23 @@ Values (orders, cuts, memberships, checkpoints, records) use
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
+from fencepost.inputs.jsonlines import (
+    JSONObject,
+    MessageError,
+    WireId,
+    choice,
+    decode_line,
+    fields,
+    integer,
+    opt_integer,
+    opt_text,
+    text,
+    wire_id,
+)
 from fencepost.judge.merge import WithheldReason
 from fencepost.judge.values import (
     BadValue,
@@ -49,10 +61,6 @@ from fencepost.judge.wire import (
 #: The protocol version this module speaks.
 PROTOCOL_VERSION = 1
 
-#: The longest line either side accepts (bytes, newline excluded). A longer line is
-#: a failure of its sender: no honest message of this protocol comes near it.
-MAX_LINE_BYTES = 1 << 20
-
 #: The levels of docs/conformance-protocol.md, in the order the harness tests them.
 LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
 
@@ -75,134 +83,6 @@ REASONS: tuple[str, ...] = tuple(r.value for r in WithheldReason)
 POLICIES: tuple[str, ...] = ("monotone", "reset")
 
 T = TypeVar("T")
-
-#: A request id or call id as it travels on the wire (echoed back exactly).
-WireId = int | str
-JSONObject = dict[str, Any]
-
-
-class LineIO(Protocol):
-    """The SUT side of a connection: read the harness's lines, write the SUT's."""
-
-    def read_line(self) -> str | None:
-        """The next line without its newline; None at end of input."""
-        ...
-
-    def write_line(self, line: str) -> None: ...
-
-
-class MessageError(ValueError):
-    """A line that is not a well-formed message of this protocol.
-
-    ``field`` is the dotted path of the offending place (``call.expected_revision``)
-    and ``problem`` says what is wrong and what was expected.
-    """
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field = field
-        self.problem = problem
-        super().__init__(f"{field}: {problem}")
-
-
-# --- JSON text ------------------------------------------------------------------------
-
-
-def _no_constants(name: str) -> object:
-    raise MessageError("line", f"{name} is not JSON; numbers must be finite")
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    obj: dict[str, object] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise MessageError(f"line.{key}", "duplicate key; each field appears once")
-        obj[key] = value
-    return obj
-
-
-def decode_line(line: str) -> JSONObject:
-    """One line of JSON text as an object; NaN, Infinity and duplicate keys are refused."""
-    if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
-        raise MessageError("line", f"longer than {MAX_LINE_BYTES} bytes")
-    try:
-        value = json.loads(line, parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
-    except MessageError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        shown = line if len(line) <= 60 else line[:57] + "..."
-        raise MessageError("line", f"not JSON ({exc}): {shown!r}") from None
-    if not isinstance(value, dict):
-        raise MessageError("line", f"a message is a JSON object, got {type(value).__name__}")
-    return value
-
-
-def encode(message: Mapping[str, object]) -> str:
-    """The message as one line of compact JSON text (no trailing newline)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-
-
-# --- field helpers ----------------------------------------------------------------------
-
-
-def _fields(
-    msg: Mapping[str, object], where: str, required: Sequence[str], optional: Sequence[str] = ()
-) -> None:
-    for key in msg:
-        if key not in required and key not in optional:
-            allowed = ", ".join(sorted({*required, *optional}))
-            raise MessageError(f"{where}.{key}", f"unknown field; {where} has: {allowed}")
-    for key in required:
-        if key not in msg:
-            raise MessageError(f"{where}.{key}", "missing required field")
-
-
-def _int(value: object, field: str, *, minimum: int | None = None) -> int:
-    if type(value) is not int:
-        kind = "a bool" if isinstance(value, bool) else type(value).__name__
-        raise MessageError(field, f"an integer is required, got {kind} {value!r}")
-    if minimum is not None and value < minimum:
-        raise MessageError(field, f"must be at least {minimum}, got {value}")
-    return value
-
-
-def _opt_int(value: object, field: str, *, minimum: int | None = None) -> int | None:
-    return None if value is None else _int(value, field, minimum=minimum)
-
-
-def _unicode(value: str, field: str) -> str:
-    """A string a SUT sent, refused if it holds a lone surrogate (not Unicode text)."""
-    for index, ch in enumerate(value):
-        if 0xD800 <= ord(ch) <= 0xDFFF:
-            raise MessageError(
-                field, f"a lone surrogate (\\u{ord(ch):04x}) at index {index} is not Unicode text"
-            )
-    return value
-
-
-def _str(value: object, field: str, *, empty: bool = False) -> str:
-    if type(value) is not str:
-        raise MessageError(field, f"a string is required, got {type(value).__name__} {value!r}")
-    if not empty and not value:
-        raise MessageError(field, "a non-empty string is required")
-    return _unicode(value, field)
-
-
-def _opt_str(value: object, field: str) -> str | None:
-    return None if value is None else _str(value, field, empty=True)
-
-
-def _wire_id(value: object, field: str) -> WireId:
-    if type(value) is str:
-        return _unicode(value, field)
-    if type(value) is int:
-        return value
-    raise MessageError(field, f"an id is an integer or a string, got {type(value).__name__}")
-
-
-def _choice(value: object, field: str, allowed: Sequence[str]) -> str:
-    if type(value) is not str or value not in allowed:
-        raise MessageError(field, f"one of {', '.join(allowed)} is required, got {value!r}")
-    return value
 
 
 def _value(parse: Callable[[object, str], T], data: object, field: str) -> T:
@@ -403,37 +283,38 @@ SutMessage = HelloOk | ResetOk | Call | PublishOk | IngestOk | CompareOk | Merge
 def _parse_call_payload(op: str, msg: Mapping[str, object]) -> CallPayload:
     where = f"call({op})"
     if op == "read_publication":
-        return ReadPublication(_str(msg["stream"], f"{where}.stream"))
+        return ReadPublication(text(msg["stream"], f"{where}.stream"))
     if op == "read_membership":
-        return ReadMembership(_str(msg["stream"], f"{where}.stream"))
+        return ReadMembership(text(msg["stream"], f"{where}.stream"))
     if op == "read_checkpoints":
         return ReadCheckpoints(
-            _str(msg["stream"], f"{where}.stream"), _int(msg["epoch"], f"{where}.epoch", minimum=0)
+            text(msg["stream"], f"{where}.stream"),
+            integer(msg["epoch"], f"{where}.epoch", minimum=0),
         )
     if op == "write_publication":
         return WritePublication(
-            stream=_str(msg["stream"], f"{where}.stream"),
-            expected_revision=_int(
+            stream=text(msg["stream"], f"{where}.stream"),
+            expected_revision=integer(
                 msg["expected_revision"], f"{where}.expected_revision", minimum=0
             ),
-            epoch=_int(msg["epoch"], f"{where}.epoch", minimum=0),
+            epoch=integer(msg["epoch"], f"{where}.epoch", minimum=0),
             cut=parse_cut(msg["cut"], f"{where}.cut"),
-            op_id=_str(msg["op_id"], f"{where}.op_id"),
+            op_id=text(msg["op_id"], f"{where}.op_id"),
         )
     if op == "read_checkpoint":
-        return ReadCheckpoint(_str(msg["partition"], f"{where}.partition"))
+        return ReadCheckpoint(text(msg["partition"], f"{where}.partition"))
     if op == "fetch_page":
         return FetchPage(
-            _str(msg["partition"], f"{where}.partition"), _opt_str(msg["token"], f"{where}.token")
+            text(msg["partition"], f"{where}.partition"), opt_text(msg["token"], f"{where}.token")
         )
     if op == "record_outcome":
         return RecordOutcome(
-            _str(msg["event_id"], f"{where}.event_id"), _str(msg["outcome"], f"{where}.outcome")
+            text(msg["event_id"], f"{where}.event_id"), text(msg["outcome"], f"{where}.outcome")
         )
     assert op == "write_checkpoint"
     return WriteCheckpoint(
-        partition=_str(msg["partition"], f"{where}.partition"),
-        expected_generation=_opt_int(
+        partition=text(msg["partition"], f"{where}.partition"),
+        expected_generation=opt_integer(
             msg["expected_generation"], f"{where}.expected_generation", minimum=0
         ),
         checkpoint=parse_checkpoint(msg["checkpoint"], f"{where}.checkpoint"),
@@ -445,83 +326,83 @@ def parse_sut_message(line: str) -> SutMessage:
     msg = decode_line(line)
     kind = msg.get("type")
     if kind == "hello_ok":
-        _fields(
+        fields(
             msg, "hello_ok", ("type", "protocol", "name", "levels"), ("integers", "capabilities")
         )
         levels = msg["levels"]
         if not isinstance(levels, list):
             raise MessageError("hello_ok.levels", "a list of level names is required")
-        parsed = tuple(_choice(v, f"hello_ok.levels[{i}]", LEVELS) for i, v in enumerate(levels))
+        parsed = tuple(choice(v, f"hello_ok.levels[{i}]", LEVELS) for i, v in enumerate(levels))
         if len(set(parsed)) != len(parsed):
             raise MessageError("hello_ok.levels", "a level is listed twice")
-        integers = _choice(
+        integers = choice(
             msg.get("integers", "arbitrary"), "hello_ok.integers", tuple(INTEGER_RANGES)
         )
         raw_caps = msg.get("capabilities", [])
         if not isinstance(raw_caps, list):
             raise MessageError("hello_ok.capabilities", "a list of capability names is required")
         caps = tuple(
-            _choice(v, f"hello_ok.capabilities[{i}]", CAPABILITIES) for i, v in enumerate(raw_caps)
+            choice(v, f"hello_ok.capabilities[{i}]", CAPABILITIES) for i, v in enumerate(raw_caps)
         )
         if len(set(caps)) != len(caps):
             raise MessageError("hello_ok.capabilities", "a capability is listed twice")
         return HelloOk(
-            _int(msg["protocol"], "hello_ok.protocol"),
-            _str(msg["name"], "hello_ok.name"),
+            integer(msg["protocol"], "hello_ok.protocol"),
+            text(msg["name"], "hello_ok.name"),
             parsed,
             integers,
             caps,
         )
     if kind == "reset_ok":
-        _fields(msg, "reset_ok", ("type",))
+        fields(msg, "reset_ok", ("type",))
         return ResetOk()
     if kind == "call":
-        op = _choice(msg.get("op"), "call.op", tuple(OP_FIELDS))
-        _fields(msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]))
-        call_id = _wire_id(msg["call_id"], f"call({op}).call_id")
+        op = choice(msg.get("op"), "call.op", tuple(OP_FIELDS))
+        fields(msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]))
+        call_id = wire_id(msg["call_id"], f"call({op}).call_id")
         return Call(call_id, op, _parse_call_payload(op, msg))
     if kind == "publish_ok":
-        _fields(msg, "publish_ok", ("type", "id", "outcome", "epoch", "cut", "reason"))
-        outcome = _choice(msg["outcome"], "publish_ok.outcome", OUTCOMES)
+        fields(msg, "publish_ok", ("type", "id", "outcome", "epoch", "cut", "reason"))
+        outcome = choice(msg["outcome"], "publish_ok.outcome", OUTCOMES)
         reason = msg["reason"]
         if outcome == "withheld":
-            reason = _choice(reason, "publish_ok.reason", REASONS)
+            reason = choice(reason, "publish_ok.reason", REASONS)
         elif reason is not None:
             raise MessageError("publish_ok.reason", f"must be null unless withheld, got {reason!r}")
         epoch = msg["epoch"]
         if epoch is None and outcome != "gave_up":
             raise MessageError("publish_ok.epoch", f"an integer is required for {outcome}")
         return PublishOk(
-            _wire_id(msg["id"], "publish_ok.id"),
+            wire_id(msg["id"], "publish_ok.id"),
             outcome,
-            _opt_int(epoch, "publish_ok.epoch", minimum=0),
+            opt_integer(epoch, "publish_ok.epoch", minimum=0),
             parse_cut(msg["cut"], "publish_ok.cut"),
             reason if isinstance(reason, str) else None,
         )
     if kind == "ingest_ok":
-        _fields(msg, "ingest_ok", ("type", "id", "cut"))
-        return IngestOk(_wire_id(msg["id"], "ingest_ok.id"), parse_cut(msg["cut"], "ingest_ok.cut"))
+        fields(msg, "ingest_ok", ("type", "id", "cut"))
+        return IngestOk(wire_id(msg["id"], "ingest_ok.id"), parse_cut(msg["cut"], "ingest_ok.cut"))
     if kind == "compare_ok":
-        _fields(msg, "compare_ok", ("type", "id", "result"))
-        result = _int(msg["result"], "compare_ok.result")
+        fields(msg, "compare_ok", ("type", "id", "result"))
+        result = integer(msg["result"], "compare_ok.result")
         if result not in (-1, 0, 1):
             raise MessageError("compare_ok.result", f"-1, 0 or 1 is required, got {result}")
-        return CompareOk(_wire_id(msg["id"], "compare_ok.id"), result)
+        return CompareOk(wire_id(msg["id"], "compare_ok.id"), result)
     if kind == "merge_ok":
-        _fields(msg, "merge_ok", ("type", "id"), ("frontier", "withheld"))
+        fields(msg, "merge_ok", ("type", "id"), ("frontier", "withheld"))
         if ("frontier" in msg) == ("withheld" in msg):
             raise MessageError("merge_ok", "exactly one of frontier and withheld is required")
         if "withheld" in msg:
-            withheld = _choice(msg["withheld"], "merge_ok.withheld", REASONS)
-            return MergeOk(_wire_id(msg["id"], "merge_ok.id"), None, withheld)
+            withheld = choice(msg["withheld"], "merge_ok.withheld", REASONS)
+            return MergeOk(wire_id(msg["id"], "merge_ok.id"), None, withheld)
         frontier = parse_cut(msg["frontier"], "merge_ok.frontier")
-        return MergeOk(_wire_id(msg["id"], "merge_ok.id"), frontier, None)
+        return MergeOk(wire_id(msg["id"], "merge_ok.id"), frontier, None)
     if kind == "error":
-        _fields(msg, "error", ("type", "id", "message"))
+        fields(msg, "error", ("type", "id", "message"))
         raw_id = msg["id"]
         return ErrorReply(
-            None if raw_id is None else _wire_id(raw_id, "error.id"),
-            _str(msg["message"], "error.message", empty=True),
+            None if raw_id is None else wire_id(raw_id, "error.id"),
+            text(msg["message"], "error.message", empty=True),
         )
     known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, reset_ok, error"
     raise MessageError("type", f"unknown message type {kind!r}; a SUT sends one of: {known}")

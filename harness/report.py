@@ -32,7 +32,9 @@ from fencepost.harness.algebra import (
 )
 from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
 from fencepost.harness.coverage import Situation
-from fencepost.harness.protocol import INTEGER_RANGES, MessageError
+from fencepost.harness.protocol import (
+    INTEGER_RANGES,
+)
 from fencepost.harness.results import RunResult, TranscriptLine
 from fencepost.harness.rules import Violation
 from fencepost.harness.runner import Run
@@ -45,6 +47,9 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError, WorldSetup
+from fencepost.inputs.jsonlines import (
+    MessageError,
+)
 from fencepost.judge.values import BadValue
 
 REGRESSION_VERSION = 1

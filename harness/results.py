@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fencepost.harness.coverage import Situation
-from fencepost.harness.protocol import (
-    JSONObject,
-)
 from fencepost.harness.rules import Violation, first
 from fencepost.harness.schedule import (
     Action,
 )
 from fencepost.harness.world import WorldSetup
+from fencepost.inputs.jsonlines import (
+    JSONObject,
+)
 from fencepost.judge.values import Checkpoint, Cut, Record
 
 
@@ -47,6 +47,9 @@ class StepRecord:
     action: Action
     says: str
     drain: bool = False
+    #: The stores and the source right after the step (None when the run kept no
+    #: transcript): what a report shows when a reader inspects this step.
+    state: Snapshot | None = None
 
 
 @dataclass(frozen=True)
@@ -125,3 +128,16 @@ class Snapshot:
     writer: str | None
     checkpoints: Mapping[str, Checkpoint | None]
     unfinal: Mapping[str, tuple[str, ...]]
+    #: Every checkpoint in the store, of every epoch, in (epoch, partition) order.
+    stored: tuple[StoredCheckpoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """A checkpoint in the harness's store under membership epoch ``epoch`` (its own
+    ``epoch`` field may say otherwise when misconfigured); ``injected``: put there as a
+    misconfiguration (an ``inject`` step), not written by a SUT or an honest reader."""
+
+    epoch: int
+    checkpoint: Checkpoint
+    injected: bool = False

@@ -28,7 +28,6 @@ from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     HelloOk,
-    MessageError,
     hello_message,
     ingest_message,
     parse_sut_message,
@@ -41,11 +40,13 @@ from fencepost.harness.results import (
     RunResult,
     Snapshot,
     StepRecord,
+    StoredCheckpoint,
     TranscriptLine,
 )
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.schedule import (
     LOSSES,
+    LOST_UNTIL_END,
     MODES,
     Action,
     Advance,
@@ -63,6 +64,9 @@ from fencepost.harness.schedule import (
 from fencepost.harness.serving import MAX_CALLS_PER_REQUEST, Conversation, _Request, _Worker
 from fencepost.harness.transport import SHUTDOWN_GRACE, SutFactory
 from fencepost.harness.world import INJECT_KINDS, World, WorldSetup
+from fencepost.inputs.jsonlines import (
+    MessageError,
+)
 from fencepost.judge.cuts import covers
 from fencepost.judge.decide import AttemptLog
 from fencepost.judge.values import Checkpoint, Claim, Coordinate
@@ -148,8 +152,12 @@ class Run(Conversation):
             checkpoints[partition] = world.stored(world.epoch, partition)
             truth = world.truth[(world.epoch, partition)]
             unfinal[partition] = tuple(ev.id for ev in truth.log[truth.final :])
+        stored = tuple(
+            StoredCheckpoint(key[0], s.checkpoint, s.injected)
+            for key, s in sorted(world.checkpoints.items())
+        )
         return Snapshot(
-            world.epoch, record, None if owner is None else owner[0], checkpoints, unfinal
+            world.epoch, record, None if owner is None else owner[0], checkpoints, unfinal, stored
         )
 
     # --- talking ------------------------------------------------------------------------
@@ -272,12 +280,11 @@ class Run(Conversation):
             return worker.role == "reader" and action.partition in self.world.membership.partitions
         if isinstance(action, Answer):
             worker = self.workers.get(action.worker)
-            if (
-                worker is None
-                or worker.pending is None
-                or worker.request is None
-                or action.mode not in MODES[worker.pending.op]
-            ):
+            if worker is None or worker.pending is None or worker.request is None:
+                return False
+            if action.mode == LOST_UNTIL_END:
+                return True
+            if action.mode not in MODES[worker.pending.op]:
                 return False
             # A scripted provider answers with its script: the page shapes do not apply.
             return not (
@@ -325,7 +332,8 @@ class Run(Conversation):
                 failure = SutFailure(failure.rule, failure.message, action.worker)
             self._fail(failure)
             says = f"{describe(action)}: {failure.rule.value}: {failure.message}"
-        self._steps.append(StepRecord(self.step, action, says, drain))
+        state = self.snapshot() if self.keep_transcript else None
+        self._steps.append(StepRecord(self.step, action, says, drain, state))
         self._violate(judge_state(self.world), getattr(action, "worker", None))
         self._saw_cuts()
         return True
@@ -369,6 +377,8 @@ class Run(Conversation):
             return self._start_publish(self.workers[action.worker])
         if isinstance(action, Ingest):
             return self._start_ingest(self.workers[action.worker], action.partition)
+        if isinstance(action, Answer) and action.mode == LOST_UNTIL_END:
+            return self._lose_until_end(self.workers[action.worker])
         if isinstance(action, Answer):
             return self._answer(self.workers[action.worker], action.mode)
         if isinstance(action, Crash):
@@ -417,6 +427,11 @@ class Run(Conversation):
             stored_cp = world.inject(action.partition, action.kind, action.cut)
             if stored_cp is None:
                 text = f"operator deletes {action.partition}'s checkpoint of epoch {world.epoch}"
+            elif action.kind == "non_member":
+                text = (
+                    f"a checkpoint of {stored_cp.partition}, no member of epoch {world.epoch}, "
+                    f"is stored: {stored_cp.cut} (epoch field {stored_cp.epoch})"
+                )
             else:
                 text = (
                     f"operator stores a {action.kind} checkpoint for {action.partition}: "
@@ -425,6 +440,16 @@ class Run(Conversation):
                 )
         self._note("env", "**", text)
         return text
+
+    def _lose_until_end(self, worker: _Worker) -> str:
+        """Lose every call of the worker's request until it ends (or runs away)."""
+        request = worker.request
+        lost = 0
+        said = ""
+        while worker.pending is not None and worker.request is request and not self.stopped:
+            said = self._answer(worker, "lost")
+            lost += 1
+        return f"{worker.name}: {lost} call(s) in a row lost, not applied; {said}"
 
     def _certify(self, action: Certify) -> str:
         world = self.world

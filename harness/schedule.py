@@ -8,6 +8,10 @@ misconfigures a checkpoint). A step that is not possible when its turn comes
 (answering a worker with no call pending, a lost response to a read that must
 be a write) is skipped, so any sub-sequence of a schedule is again a schedule:
 that is what lets the shrinker delete steps freely.
+
+The harness's scheduler drives processes through the protocol, whatever their
+language; fencepost's Python objects on real stores are driven by the lockstep
+scheduler (:mod:`fencepost.properties.lockstep`, which says why the two stay two).
 """
 
 from __future__ import annotations
@@ -147,7 +151,15 @@ MODES: dict[str, tuple[str, ...]] = {
 #: Modes that lose a response (counted against a request's fault budget).
 LOSSES = frozenset({"lost", "applied_lost"})
 
+#: A mode of its own, for scripted bases and regression files (never enumerated by the
+#: search): the pending call and every later call of the same request lose their
+#: responses, not applied, until the request ends. A program that never gives up is a
+#: ``runaway`` at the harness's limit of calls per request: retries are bounded
+#: (docs/semantics.md section 5).
+LOST_UNTIL_END = "lost_until_end"
+
 _MODE_WORDS = {
+    LOST_UNTIL_END: "and every later call of its request lost, until the request ends",
     "ok": "answered",
     "lost": "response lost (not applied)",
     "applied_lost": "applied, then its response lost",
@@ -254,7 +266,7 @@ _SHAPES: dict[str, tuple[str, ...]] = {
     "crash": ("worker",),
 }
 
-_ALL_MODES = frozenset(m for modes in MODES.values() for m in modes)
+_ALL_MODES = frozenset({LOST_UNTIL_END, *(m for modes in MODES.values() for m in modes)})
 
 
 def action_from_json(data: object, where: str = "step") -> Action:
@@ -262,7 +274,7 @@ def action_from_json(data: object, where: str = "step") -> Action:
     if not isinstance(data, dict):
         raise ScheduleError(f"{where}: a step is a JSON object with a 'do' field")
     do = data.get("do")
-    if do not in _SHAPES:
+    if not isinstance(do, str) or do not in _SHAPES:
         raise ScheduleError(f"{where}.do: one of {', '.join(_SHAPES)}, got {do!r}")
     assert isinstance(do, str)
     for key in data:
@@ -274,7 +286,7 @@ def action_from_json(data: object, where: str = "step") -> Action:
         return Ingest(_text(data, "worker", where), _text(data, "partition", where))
     if do == "answer":
         mode = data.get("mode", "ok")
-        if mode not in _ALL_MODES:
+        if not isinstance(mode, str) or mode not in _ALL_MODES:
             raise ScheduleError(f"{where}.mode: one of {', '.join(sorted(_ALL_MODES))}")
         assert isinstance(mode, str)
         return Answer(_text(data, "worker", where), mode)

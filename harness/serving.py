@@ -33,8 +33,6 @@ from fencepost.harness.protocol import (
     ErrorReply,
     FetchPage,
     IngestOk,
-    JSONObject,
-    MessageError,
     PublishOk,
     ReadCheckpoint,
     ReadCheckpoints,
@@ -44,7 +42,6 @@ from fencepost.harness.protocol import (
     WriteCheckpoint,
     WritePublication,
     checkpoint_json,
-    encode,
     membership_json,
     page_to_json,
     parse_sut_message,
@@ -62,6 +59,11 @@ from fencepost.harness.schedule import (
 from fencepost.harness.session import BLANK_LINE
 from fencepost.harness.transport import Channel
 from fencepost.harness.world import World, WorldSetup
+from fencepost.inputs.jsonlines import (
+    JSONObject,
+    MessageError,
+    encode,
+)
 from fencepost.judge.decide import AttemptLog, WriteAnswer
 from fencepost.judge.properties import show
 from fencepost.judge.values import Page, Record

@@ -9,14 +9,13 @@ cases through it, the error-handling probes their malformed messages.
 from __future__ import annotations
 
 import contextlib
+import json
 
 from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     ErrorReply,
     HelloOk,
-    MessageError,
-    encode,
     hello_message,
     parse_sut_message,
     shutdown_message,
@@ -24,12 +23,25 @@ from fencepost.harness.protocol import (
 from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.inputs.jsonlines import (
+    MessageError,
+    encode,
+)
 
 #: A blank line is never a message: the protocol has none, and it answers nothing.
 BLANK_LINE = (
     "a blank line arrived where the answer to {what} was due; the protocol has no blank "
     "lines (write nothing but messages to stdout)"
 )
+
+
+def _id_of(text: str) -> object:
+    """The ``id`` of a request the harness sends (None if it has none or is not JSON)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value.get("id") if isinstance(value, dict) else None
 
 
 class LineSession:
@@ -48,6 +60,10 @@ class LineSession:
         self.channel: Channel | None = None
         self.next_id = 0
         self.hello: HelloOk | None = None
+        #: The ids of the requests sent (None for a line that carried none).
+        self.sent_ids: set[object] = set()
+        #: Nothing was sent since hello_ok (or since the kept process was taken).
+        self.fresh = False
 
     def note(self, direction: str, text: str) -> None:
         if direction != "**":
@@ -56,8 +72,27 @@ class LineSession:
 
     def send(self, text: str) -> None:
         assert self.channel is not None
+        if self.hello is not None:  # before it, anything the SUT wrote answers hello
+            self.check_idle()
         self.note("->", text)
+        self.sent_ids.add(_id_of(text))
+        self.fresh = False
         self.channel.send(text, self.timeout)
+
+    def check_idle(self) -> None:
+        """Refuse anything the SUT wrote while nothing was asked (after ``hello_ok``, say):
+        it answers no request, so it breaks call pairing, whatever it looks like."""
+        assert self.channel is not None
+        extra = self.channel.unsolicited()
+        if extra is not None:
+            self.note("<-", extra)
+            when = "right after hello_ok" if self.fresh else "while idle"
+            raise SutFailure(
+                Rule.CALL_PAIRING,
+                f"unsolicited output {when}: {extra[:200]!r} answers no request "
+                "(write nothing but answers to stdout; logs go to stderr)",
+                self.worker,
+            )
 
     def receive(self) -> str:
         assert self.channel is not None
@@ -88,6 +123,7 @@ class LineSession:
                 pool.hello = msg
         assert isinstance(msg, HelloOk)
         self.hello = msg
+        self.fresh = True
         if self.require is not None and self.require not in msg.levels:
             raise SutFailure(
                 Rule.HANDSHAKE, f"the SUT does not implement level {self.require!r}", self.worker
@@ -112,6 +148,18 @@ class LineSession:
             raise SutFailure(
                 Rule.ERROR_HANDLING, f"{what} was answered with {exc}", self.worker
             ) from None
+        answered = getattr(msg, "id", None)
+        if (
+            not isinstance(msg, ErrorReply)
+            and answered is not None
+            and answered not in self.sent_ids
+        ):
+            raise SutFailure(
+                Rule.CALL_PAIRING,
+                f"an answer to request {answered!r}, which was never sent, arrived where the "
+                f"answer to {what} was due: {line[:200]!r} (an unsolicited message)",
+                self.worker,
+            )
         if not isinstance(msg, ErrorReply) or msg.id != request_id:
             raise SutFailure(
                 Rule.ERROR_HANDLING,

@@ -7,7 +7,14 @@ time limit; it never blocks forever and never lets the harness crash.
 
 Subprocess SUTs run in their own session (process group), so teardown kills
 the SUT *and everything it started* with one ``killpg``, then reaps the
-leader: no zombie and no stray grandchild survives a run.
+leader: no zombie and no stray grandchild survives a run. Where Linux lets us
+(``unshare`` from util-linux, root or user namespaces), each SUT process also
+runs in a PID namespace of its own (:func:`isolation_prefix`): when it is
+killed the kernel kills every process of that namespace, so not even a
+descendant that left the session (``setsid``) and cleared its environment
+survives. Without namespaces, descendants that kept their environment are still
+found by their token (:func:`kill_escaped`); docs/robustness.md says what remains
+possible.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import fcntl
 import os
 import queue
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,8 +37,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import IO, Protocol
 
-from fencepost.harness.protocol import MAX_LINE_BYTES, LineIO
 from fencepost.harness.rules import Rule, SutFailure
+from fencepost.inputs.jsonlines import (
+    MAX_LINE_BYTES,
+    LineIO,
+)
 
 _READ_CHUNK = 1 << 16
 _STDERR_TAIL = 4000
@@ -299,17 +310,75 @@ def kill_escaped(token: str) -> int:
     return found
 
 
+#: Set to ``none`` to run SUT processes without a PID namespace of their own.
+ISOLATION_VARIABLE = "FENCEPOST_SUT_ISOLATION"
+
+_ISOLATION: dict[str, tuple[str, ...]] = {}
+
+
+def isolation_prefix() -> tuple[str, ...]:
+    """The command that runs a SUT process in a PID namespace of its own, or ``()``.
+
+    ``unshare --pid --fork --kill-child``: the SUT becomes process 1 of a new PID
+    namespace, and when it dies (the harness kills it) the kernel kills every
+    process left in that namespace, whatever session or environment it has.
+    Unprivileged users get it through a user namespace (``--user
+    --map-root-user``) where the system allows those. Probed once per process
+    (one short ``unshare ... true``); ``FENCEPOST_SUT_ISOLATION=none`` turns it off.
+    """
+    if os.environ.get(ISOLATION_VARIABLE, "").lower() == "none":
+        return ()
+    if "prefix" not in _ISOLATION:
+        _ISOLATION["prefix"] = ()
+        unshare = shutil.which("unshare")
+        if unshare is not None:
+            for extra in ((), ("--user", "--map-root-user")):
+                prefix = (unshare, *extra, "--pid", "--fork", "--kill-child", "--")
+                try:
+                    probe = subprocess.run(
+                        [*prefix, "true"],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        timeout=5,
+                        check=False,
+                    )
+                except (OSError, subprocess.TimeoutExpired):
+                    continue
+                if probe.returncode == 0:
+                    _ISOLATION["prefix"] = prefix
+                    break
+    return _ISOLATION["prefix"]
+
+
+def _resolve(program: str, env: dict[str, str]) -> str:
+    """``program`` as the path that will run, or :class:`SutFailure` if it cannot start
+    (checked here: behind ``unshare`` a missing program would only show as its exit 127)."""
+    found = shutil.which(program, path=env.get("PATH")) if os.sep not in program else program
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        reason = (
+            "No such file or directory"
+            if found is None or not os.path.exists(found)
+            else ("Permission denied")
+        )
+        raise SutFailure(Rule.SUT_CRASH, f"cannot start {program!r}: {reason}")
+    return found
+
+
 def _spawn(
     argv: Sequence[str], env: dict[str, str] | None
 ) -> tuple[subprocess.Popen[bytes], IO[bytes], str]:
-    # The stderr file lives as long as the process; its channel closes it.
-    stderr = tempfile.TemporaryFile()  # noqa: SIM115
     token = uuid.uuid4().hex
     full = dict(os.environ if env is None else env)
     full[TOKEN_VARIABLE] = token
+    prefix = isolation_prefix()
+    if prefix:
+        argv = [_resolve(argv[0], full), *argv[1:]]
+    # The stderr file lives as long as the process; its channel closes it.
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115
     try:
         proc = subprocess.Popen(
-            list(argv),
+            [*prefix, *argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

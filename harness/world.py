@@ -395,7 +395,23 @@ def _sort_key(at: Coordinate) -> tuple[int, int | str]:
     return (0, at) if isinstance(at, int) else (1, at)
 
 
-INJECT_KINDS: tuple[str, ...] = ("missing", "wrong_scope", "wrong_epoch", "provisional")
+#: Misconfigurations the environment can plant (an ``inject`` step): remove a member's
+#: checkpoint, store one of another scope, a previous epoch's, a provisional one, or a
+#: checkpoint of a partition that is no member of the epoch (a retired partition's,
+#: which must not pin the frontier: docs/semantics.md section 8).
+INJECT_KINDS: tuple[str, ...] = (
+    "missing",
+    "wrong_scope",
+    "wrong_epoch",
+    "provisional",
+    "non_member",
+)
+
+#: The misconfigurations planted in the key of a reader under test (see World.can_inject).
+READER_INJECT_KINDS: tuple[str, ...] = ("wrong_scope", "wrong_epoch")
+
+#: The name a ``non_member`` checkpoint is stored under: a partition no epoch lists.
+RETIRED_SUFFIX = "~retired"
 
 
 @dataclass(frozen=True, slots=True)
@@ -666,9 +682,12 @@ class World:
 
     def can_certify(self, partition: str, cut: Cut) -> bool:
         """An honest reader only certifies a cut of the order ahead of the stored one
-        (a misconfigured checkpoint it simply replaces)."""
-        if partition not in self.membership.partitions or cut.is_nothing:
+        (a misconfigured checkpoint it simply replaces); ``nothing`` only as the first
+        checkpoint, a resume position that certifies no coverage yet."""
+        if partition not in self.membership.partitions:
             return False
+        if cut.is_nothing:
+            return (self.epoch, partition) not in self.checkpoints
         try:
             cut.validated(self.order, "certify.cut")
         except ValueError:
@@ -733,10 +752,19 @@ class World:
         return self.membership
 
     def can_inject(self, partition: str, kind: str) -> bool:
-        if not self.setup.env_checkpoints or partition not in self.membership.partitions:
+        """Misconfigurations reach the publishers' reads (``env_checkpoints`` worlds), and in
+        a world of readers only, a checkpoint of another scope or epoch in a reader's own
+        key: its token is another query's or another membership's, never a resume
+        position (a provisional one may be a reader's own progress, so it is not planted
+        there)."""
+        if partition not in self.membership.partitions:
             return False
+        if not self.setup.env_checkpoints:
+            return bool(self.setup.readers) and kind in READER_INJECT_KINDS
         if kind == "missing":
             return (self.epoch, partition) in self.checkpoints
+        if kind == "non_member":
+            return (self.epoch, partition + RETIRED_SUFFIX) not in self.checkpoints
         return kind in INJECT_KINDS
 
     def inject(self, partition: str, kind: str, cut: Cut | None = None) -> Checkpoint | None:
@@ -753,6 +781,14 @@ class World:
         if kind == "missing":
             del self.checkpoints[key]
             return None
+        if kind == "non_member":
+            # A retired partition's checkpoint, stamped with this epoch and scope, that
+            # certified nothing: a merge that does not ignore it withholds no_coverage.
+            name = partition + RETIRED_SUFFIX
+            retired = Checkpoint(
+                name, cut or NOTHING, "retired", 1, self.setup.scope, self.epoch, Finality.FINAL
+            )
+            return self.store_checkpoint((self.epoch, name), retired, injected=True)
         top = self.truth[key].complete()
         scope, epoch, finality = self.setup.scope, self.epoch, Finality.FINAL
         token: str | None = "misconfigured"

@@ -26,6 +26,7 @@ from fencepost.impl.stores import (
     Conflict,
     DefiniteStoreError,
     PublicationWrite,
+    StreamConflict,
     UnknownStream,
     admit_checkpoint,
     admit_membership,
@@ -79,7 +80,7 @@ class MemoryStore:
             first = min(state.memberships)
             if first == membership.epoch and state.memberships[first] == membership:
                 return state.record
-            raise DefiniteStoreError(
+            raise StreamConflict(
                 f"stream {stream!r} already exists with another first membership; "
                 "use write_membership to add a new epoch, or another stream name"
             )

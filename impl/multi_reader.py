@@ -12,6 +12,9 @@ transaction, one fsync, each write still conditional on its own generation.
 
 What holds, per partition, is what holds for :class:`PartitionReader`:
 
+- a stored checkpoint that is not the reader's kind (another scope, epoch or
+  partition, or provisional: a misconfiguration, docs/semantics.md section 8)
+  claims nothing and gives no resume position;
 - only a *final* claim is certified, as made (never the largest event seen,
   never the token, never ``before succ(x)`` built from ``through x``), and only
   once every event enumerated so far has a durable outcome;
@@ -42,7 +45,7 @@ from typing import Protocol, TypeVar
 from fencepost.impl.cuts import NOTHING, Cut, compare_cuts
 from fencepost.impl.orders import Order
 from fencepost.impl.provider import Event, Page, Provider, ProviderTimeout
-from fencepost.impl.reader import Rewrite, Settled, settle_write
+from fencepost.impl.reader import Rewrite, Settled, own_checkpoint, settle_write
 from fencepost.impl.records import Checkpoint, Finality, Membership
 from fencepost.impl.stores import (
     BatchCheckpointStore,
@@ -68,6 +71,8 @@ class _Partition:
 
     name: str
     order: Order
+    epoch: int
+    scope: str
     stored: Checkpoint | None
     token: str | None
     reading: bool = True
@@ -76,8 +81,14 @@ class _Partition:
     claim: tuple[Cut, str | None] | None = None
 
     @property
+    def own(self) -> Checkpoint | None:
+        """What is stored, if it is this reader's kind (a misconfigured one claims nothing)."""
+        return own_checkpoint(self.stored, self.name, self.epoch, self.scope)
+
+    @property
     def certified(self) -> Cut:
-        return NOTHING if self.stored is None else self.stored.cut
+        own = self.own
+        return NOTHING if own is None else own.cut
 
     @property
     def generation(self) -> int | None:
@@ -161,14 +172,17 @@ class MultiPartitionReader:
             for c in self._retry(partial(self.store.read_checkpoints, self.stream, self.epoch))
         }
         states = []
+        scope = self.membership.scope
         for name in self.partitions:
             checkpoint = stored.get(name)
-            token = None if checkpoint is None else checkpoint.token
+            own = own_checkpoint(checkpoint, name, self.epoch, scope)
+            token = None if own is None else own.token
             position = self._position.get(name)
             generation = None if checkpoint is None else checkpoint.generation
             if position is not None and position[0] == generation:
                 token = position[1]
-            states.append(_Partition(name, self.membership.order_of(name), checkpoint, token))
+            order = self.membership.order_of(name)
+            states.append(_Partition(name, order, self.epoch, scope, checkpoint, token))
         rounds = 0
         while any(s.reading for s in states) and (max_pages is None or rounds < max_pages):
             rounds += 1

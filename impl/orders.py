@@ -202,7 +202,7 @@ def order_from_json(data: object, field: str = "order") -> Order:
     if not isinstance(data, Mapping):
         raise InvalidValue(field, data, "an order is an object with name and kind")
     kind = data.get("kind")
-    if kind not in ORDER_KINDS:
+    if not isinstance(kind, str) or kind not in ORDER_KINDS:
         raise InvalidValue(
             f"{field}.kind", kind, f"unknown order kind; known kinds: {', '.join(ORDER_KINDS)}"
         )

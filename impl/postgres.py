@@ -105,6 +105,7 @@ from fencepost.impl.stores import (
     PublicationWrite,
     StoreError,
     StoreOpenError,
+    StreamConflict,
     UnknownStream,
     admit_checkpoint,
     admit_membership,
@@ -484,6 +485,31 @@ class _Deadlines:
 
 # --- the store ---------------------------------------------------------------------------
 
+#: Connection failures that retrying cannot cure: (text libpq puts in the message, what
+#: it means). psycopg gives no SQLSTATE for a refused connection, so the text decides.
+DEFINITE_CONNECT_FAILURES: tuple[tuple[str, str], ...] = (
+    ("does not exist", "the database or the role does not exist"),
+    ("password authentication failed", "the password was refused"),
+    ("no pg_hba.conf entry", "the server refuses this user, host or database (pg_hba.conf)"),
+    ("authentication failed", "authentication failed"),
+    ("Connection refused", "nothing listens on that host and port"),
+    ("failed to resolve host", "the host name does not resolve"),
+    ("could not translate host name", "the host name does not resolve"),
+    ("invalid sslmode value", "the sslmode is not one libpq knows"),
+    ("does not support SSL", "the server does not support SSL, but the URL requires it"),
+    ("invalid connection option", "the URL has an option libpq does not know"),
+    ("invalid integer value", "a numeric URL option is not a number"),
+)
+
+#: SQLSTATEs of a connection that was lost: connection exceptions, admin/crash shutdown,
+#: cannot connect now.
+_LOST_CONNECTION = ("08", "57P01", "57P02", "57P03")
+
+#: Seconds (at most) spent retrying a read whose connection was lost (and at most
+#: :data:`READ_ATTEMPTS` tries): a read changes nothing, so another try is always safe.
+READ_RETRY_SECONDS = 10.0
+READ_ATTEMPTS = 4
+
 
 class PostgresStore:
     """All streams of one PostgreSQL schema; thread-safe; one per process.
@@ -578,6 +604,7 @@ class PostgresStore:
                 name=f"fencepost-{schema}",
             )
         )
+        self._first_contact()
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout:
@@ -590,6 +617,31 @@ class PostgresStore:
             raise
 
     # --- opening -------------------------------------------------------------------
+
+    def _first_contact(self) -> None:
+        """Connect once before the pool does, and fail at once on a permanent refusal.
+
+        The pool retries failed connections until ``connect_timeout``: right for a
+        server that is restarting, pointless for a database or role that does not
+        exist, a wrong password, a closed port, an unknown host or a bad sslmode.
+        Those are :data:`DEFINITE_CONNECT_FAILURES`: refused in one round trip. Any
+        other failure (a timeout, a server starting up or shutting down, too many
+        clients) is left to the pool's retries. Cost: one connection at open.
+        """
+        try:
+            psycopg.connect(
+                self.dsn, connect_timeout=max(1, int(self.connect_timeout)), autocommit=True
+            ).close()
+        except psycopg.Error as exc:
+            text = str(exc).strip()
+            for marker, what in DEFINITE_CONNECT_FAILURES:
+                if marker in text:
+                    first = text.splitlines()[0] if text else type(exc).__name__
+                    raise StoreOpenError(
+                        self.location,
+                        f"cannot connect to PostgreSQL: {what} ({first}); fix the URL or "
+                        "the server: retrying cannot help",
+                    ) from None
 
     def _unreachable(self) -> str:
         """Why no connection could be opened, asked directly so the message says it."""
@@ -715,15 +767,37 @@ class PostgresStore:
     def _with_connection(
         self, body: Callable[[psycopg.Connection[Any]], T], write: bool, what: str
     ) -> T:
+        """Run ``body`` on a usable connection; failures mapped to definite/indefinite.
+
+        A read whose connection was lost mid-statement (a dropped connection, an
+        administrator's ``pg_terminate_backend``, a server restart: SQLSTATE class
+        08 and 57P01-57P03) is retried on another connection, up to
+        :data:`READ_ATTEMPTS` tries within :data:`READ_RETRY_SECONDS`: a read
+        changes nothing. A write is never retried here: whether it was applied is
+        the caller's to find out (an :class:`~.stores.IndefiniteStoreError`).
+        """
         label = what or ("write" if write else "read")
-        with self._connection() as conn:
-            ticket = self._deadlines.arm(conn.fileno(), self._client_deadline)
-            try:
-                return body(conn)
-            except psycopg.Error as exc:
-                raise self._failure(exc, label) from exc
-            finally:
-                self._deadlines.disarm(ticket)
+        started = time.monotonic()
+        attempt = 1
+        while True:
+            with self._connection() as conn:
+                ticket = self._deadlines.arm(conn.fileno(), self._client_deadline)
+                try:
+                    return body(conn)
+                except psycopg.Error as exc:
+                    failure = self._failure(exc, label)
+                    lost = conn.broken or (exc.sqlstate or "").startswith(_LOST_CONNECTION)
+                    if (
+                        write
+                        or not lost
+                        or not isinstance(failure, IndefiniteStoreError)
+                        or attempt >= READ_ATTEMPTS
+                        or time.monotonic() - started > READ_RETRY_SECONDS
+                    ):
+                        raise failure from exc
+                finally:
+                    self._deadlines.disarm(ticket)
+            attempt += 1
 
     def _failure(self, exc: psycopg.Error, label: str) -> StoreError:
         diag = exc.diag
@@ -769,7 +843,7 @@ class PostgresStore:
                     assert row is not None
                     first = membership_from_json(json.loads(row[0]), "stored membership")
                     if first != membership:
-                        raise DefiniteStoreError(
+                        raise StreamConflict(
                             f"stream {stream!r} already exists with another first membership; "
                             "use write_membership to add a new epoch, or another stream name"
                         )
@@ -1241,20 +1315,47 @@ def open_postgres(location: str) -> PostgresStore:
     A ``fencepost_schema`` query parameter names the schema (default
     ``fencepost``); everything else is passed to libpq unchanged.
     """
-    schema = DEFAULT_SCHEMA
     dsn = location
     if location.startswith("postgres://"):
         dsn = "postgresql://" + location[len("postgres://") :]
-    base, sep, query = dsn.partition("?")
-    if sep:
-        kept = []
-        for part in query.split("&"):
-            key, _, value = part.partition("=")
-            if key == "fencepost_schema":
-                from urllib.parse import unquote
+    dsn, schema = split_schema(dsn)
+    return PostgresStore(dsn, schema=schema or DEFAULT_SCHEMA)
 
-                schema = unquote(value)
-            elif part:
-                kept.append(part)
-        dsn = base + ("?" + "&".join(kept) if kept else "")
-    return PostgresStore(dsn, schema=schema)
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``fencepost_schema`` query parameter, and that parameter (or None).
+
+    libpq refuses parameters it does not know, so the schema is taken out
+    before the URL reaches it; every other parameter is kept as written. A
+    parameter given twice, empty, or not a PostgreSQL name is a
+    :class:`StoreOpenError` (never silently the last one).
+    """
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, None
+    from urllib.parse import unquote
+
+    kept = []
+    given: list[str] = []
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "fencepost_schema":
+            given.append(unquote(value))
+        elif part:
+            kept.append(part)
+    if len(given) > 1:
+        raise StoreOpenError(
+            redact(base),
+            f"fencepost_schema is given {len(given)} times ({', '.join(map(repr, given))}); "
+            "name the schema once",
+        )
+    schema = None
+    if given:
+        schema = given[0]
+        if not schema or "\x00" in schema or len(schema) > 63:
+            raise StoreOpenError(
+                redact(base),
+                f"fencepost_schema={schema!r}: a PostgreSQL schema name is 1 to 63 "
+                "characters (leave the parameter out for the default 'fencepost')",
+            )
+    return base + ("?" + "&".join(kept) if kept else ""), schema

@@ -143,17 +143,23 @@ class _Stop:
     proposal: Cut | None = None
 
 
+#: The merge rule an attempt applies (:func:`~fencepost.impl.merge.merge`, docs/semantics.md
+#: section 4); a parameter only so that a known bug can be planted without copying this file.
+MergeRule = Callable[[Membership, Sequence[Checkpoint]], Cut | Withheld]
+
+
 def decide(
     record: PublicationRecord,
     membership: Membership,
     checkpoints: Sequence[Checkpoint],
     policy: Policy,
+    merge_rule: MergeRule = merge,
 ) -> _Propose | _Stop:
     """The pure core of an attempt: what to write, or why to stop, given fresh reads.
 
-    Cost: O(N log N) for N members (the vector is merged).
+    Cost: O(N log N) for N members (the vector is merged with ``merge_rule``).
     """
-    return _decide_merged(record, membership, lambda: merge(membership, checkpoints), policy)
+    return _decide_merged(record, membership, lambda: merge_rule(membership, checkpoints), policy)
 
 
 def decide_summary(

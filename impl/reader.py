@@ -54,6 +54,25 @@ class IngestStore(CheckpointStore, OutcomeStore, Protocol):
     """The store calls a partition reader makes (the conformance checkpointer level)."""
 
 
+def own_checkpoint(
+    checkpoint: Checkpoint | None, partition: str, epoch: int, scope: str
+) -> Checkpoint | None:
+    """``checkpoint`` if it is a reader's own: final, of this partition, epoch and scope.
+
+    Anything else stored under the key is a misconfiguration (docs/semantics.md
+    section 8): it claims no coverage and gives no resume position.
+    """
+    if (
+        checkpoint is None
+        or checkpoint.partition != partition
+        or checkpoint.epoch != epoch
+        or checkpoint.scope != scope
+        or checkpoint.finality is not Finality.FINAL
+    ):
+        return None
+    return checkpoint
+
+
 @dataclass(frozen=True, slots=True)
 class Settled:
     """A checkpoint write is settled: ``checkpoint`` is what is stored now (it stays)."""
@@ -100,9 +119,10 @@ def settle_write(
     - applied (acknowledged, or the reread shows ``candidate`` itself): settled;
     - lost and the generation is still ``expected``: not applied, write again;
     - otherwise another writer moved the checkpoint: what is stored now stays
-      if it claims at least the candidate's cut (never overwrite a claim at
-      least as strong); else the candidate, still a true claim strictly ahead,
-      is written again on top of the generation just read.
+      if it is the writer's own kind (:func:`own_checkpoint`: a misconfigured
+      one claims nothing) and claims at least the candidate's cut (never
+      overwrite a claim at least as strong); else the candidate, still a true
+      claim strictly ahead, is written again on the generation just read.
 
     Cost: O(1).
     """
@@ -118,8 +138,9 @@ def settle_write(
         return Settled(result.checkpoint, "written")
     else:
         current = result.checkpoint
-    if current is not None and compare_cuts(order, current.cut, cut) >= 0:
-        return Settled(current, "kept_newer_checkpoint")
+    kept = own_checkpoint(current, candidate.partition, candidate.epoch, candidate.scope)
+    if kept is not None and compare_cuts(order, kept.cut, cut) >= 0:
+        return Settled(kept, "kept_newer_checkpoint")
     return Rewrite(
         None if current is None else current.generation, "rewrite_on_newer_generation", cut
     )
@@ -181,8 +202,9 @@ class PartitionReader:
         everything certified before stays.
         """
         stored = self._retry(self._read_checkpoint)
-        certified = NOTHING if stored is None else stored.cut
-        token = None if stored is None else stored.token
+        own = self._trusted(stored)
+        certified = NOTHING if own is None else own.cut
+        token = None if own is None else own.token
         if self._position is not None:
             generation_then, token_then = self._position
             if generation_then == (None if stored is None else stored.generation):
@@ -210,15 +232,24 @@ class PartitionReader:
                 cut = claim.cut.validated(self.order, "page.claim.cut")
                 if compare_cuts(self.order, cut, certified) > 0:
                     stored = self._certify(cut, resume, stored)
-                    certified = NOTHING if stored is None else stored.cut
+                    certified = NOTHING if (own := self._trusted(stored)) is None else own.cut
             token = resume
             if page.next_token is None:
                 break
         if self.save_progress and token is not None and (stored is None or stored.token != token):
             stored = self._certify(certified, token, stored)
-            certified = NOTHING if stored is None else stored.cut
+            certified = NOTHING if (own := self._trusted(stored)) is None else own.cut
         self._position = (None if stored is None else stored.generation, token)
         return certified
+
+    def _trusted(self, checkpoint: Checkpoint | None) -> Checkpoint | None:
+        """``checkpoint`` if it is this pass's own: final, of this partition, epoch and scope.
+
+        Anything else stored under this key is a misconfiguration (docs/semantics.md
+        section 8): no coverage and no resume position. The pass starts from the
+        beginning and its first write replaces it, conditional on its generation.
+        """
+        return own_checkpoint(checkpoint, self.partition, self.epoch, self.scope)
 
     # --- store and provider calls --------------------------------------------------
 

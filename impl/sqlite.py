@@ -31,12 +31,15 @@ fencepost, a corrupt file, or another application's database is refused with a
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import quote
 
 from fencepost.impl.codec import membership_from_json, membership_to_json
 from fencepost.impl.cutkey import cut_key
@@ -51,10 +54,12 @@ from fencepost.impl.stores import (
     CheckpointConflict,
     CheckpointWrite,
     Conflict,
+    CorruptStore,
     DefiniteStoreError,
     IndefiniteStoreError,
     PublicationWrite,
     StoreOpenError,
+    StreamConflict,
     UnknownStream,
     admit_checkpoint,
     admit_membership,
@@ -170,10 +175,20 @@ UNION ALL SELECT 'c', cut_kind, cut_type, cut_at FROM (
 
 
 def _index_existing_checkpoints(db: sqlite3.Connection, path: str) -> None:
-    """Migration 2's data step: sort keys, scope flags and missing members of older data."""
+    """Migration 2's data step: sort keys, scope flags and missing members of older data.
+
+    A row that cannot be read refuses the migration (nothing is changed: the
+    migration is one transaction) with a :class:`StoreOpenError` naming it.
+    """
     memberships = db.execute("SELECT stream, epoch, body FROM memberships").fetchall()
     for stream, epoch, body in memberships:
-        membership = membership_from_json(json.loads(body), f"memberships[{stream}][{epoch}]")
+        where = f"stream {stream!r} epoch {epoch}"
+        try:
+            membership = membership_from_json(json.loads(body), "body")
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise StoreOpenError(
+                path, f"the membership of {where} cannot be read ({exc}): the file is corrupt"
+            ) from None
         rows = db.execute(
             "SELECT partition, cut_kind, cut_type, cut_at, scope FROM checkpoints "
             "WHERE stream = ? AND epoch = ?",
@@ -184,15 +199,21 @@ def _index_existing_checkpoints(db: sqlite3.Connection, path: str) -> None:
             if partition not in membership.partitions:
                 raise StoreOpenError(
                     path,
-                    f"stream {stream!r} epoch {epoch} has a checkpoint of {partition!r}, which is "
-                    "not a member: the file is corrupt",
+                    f"{where} has a checkpoint of {partition!r}, which is not a member: "
+                    "the file is corrupt",
                 )
             present.add(partition)
-            key = cut_key(membership.order_of(partition), decode_cut(kind, tag, at))
+            order = membership.order_of(partition)
+            try:
+                cut = decode_cut(kind, tag, at).validated(order)
+            except ValueError as exc:
+                raise StoreOpenError(
+                    path, f"the checkpoint of {partition!r} in {where} cannot be read ({exc})"
+                ) from None
             db.execute(
                 "UPDATE checkpoints SET sort_key = ?, scope_ok = ? "
                 "WHERE stream = ? AND epoch = ? AND partition = ?",
-                (key, int(scope == membership.scope), stream, epoch, partition),
+                (cut_key(order, cut), int(scope == membership.scope), stream, epoch, partition),
             )
         db.executemany(
             "INSERT INTO missing_checkpoints (stream, epoch, partition) VALUES (?, ?, ?)",
@@ -230,18 +251,50 @@ def encode_cut(cut: Cut) -> tuple[str, str | None, str | None]:
 
 
 def decode_cut(kind: str, tag: str | None, text: str | None) -> Cut:
-    """The inverse of :func:`encode_cut`."""
+    """The inverse of :func:`encode_cut`; :class:`InvalidValue` naming the column when the
+    stored value is not one :func:`encode_cut` writes (a corrupt row)."""
     if kind == "nothing":
         return NOTHING
-    if text is None:
-        raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
+    if kind not in ("before", "through"):
+        raise InvalidValue("cut_kind", kind, "not a cut kind: nothing, before or through")
+    if type(text) is not str:
+        raise InvalidValue("cut_at", text, f"a cut of kind {kind!r} needs its coordinate as text")
     if tag == "str":
         return Cut(Endpoint(kind), text)
-    if tag == "int":
-        return Cut(Endpoint(kind), int(text))
-    if tag == "int16":
-        return Cut(Endpoint(kind), int(text, 16))
-    raise DefiniteStoreError(f"stored cut has an unknown type tag {tag!r}: corrupt row")
+    try:
+        if tag == "int":
+            return Cut(Endpoint(kind), int(text))
+        if tag == "int16":
+            return Cut(Endpoint(kind), int(text, 16))
+    except ValueError:
+        raise InvalidValue("cut_at", text, f"not an integer of type tag {tag!r}") from None
+    raise InvalidValue("cut_type", tag, "an unknown type tag (int, int16 or str)")
+
+
+def _tables_of(version: int) -> list[str]:
+    """The tables the first ``version`` migrations create."""
+    return [
+        m.group(1)
+        for step in MIGRATIONS[:version]
+        for statement in step
+        if isinstance(statement, str) and (m := re.match(r"\s*CREATE TABLE (\w+)", statement))
+    ]
+
+
+def _open_problem(exc: sqlite3.DatabaseError) -> str:
+    """What an SQLite error at open says about the file, in words an operator can act on."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return (
+            f"the file is not a SQLite database or is corrupt ({text}); "
+            "restore it from a backup, or point --db at a new file"
+        )
+    if "readonly" in text or "read-only" in text:
+        return (
+            f"the file cannot be written ({text}); give write access to the file and its "
+            "folder, or copy it elsewhere"
+        )
+    return f"not a usable SQLite database ({text}); is it corrupt or another file?"
 
 
 class SQLiteStore:
@@ -254,28 +307,115 @@ class SQLiteStore:
         # (stream, epoch) is parsed once: an attempt or a checkpoint write must not cost
         # O(partitions) in JSON parsing.
         self._memberships_seen: dict[tuple[str, int], Membership] = {}
+        self._db = self._connect(busy_timeout_ms)
         try:
-            self._db = sqlite3.connect(
+            # Everything is checked by reading only: a file refused here is left
+            # exactly as it was, byte for byte (no WAL switch, no -wal/-shm files).
+            version = self._validate()
+            self._configure(busy_timeout_ms)
+            self._migrate(version)
+        except StoreOpenError:
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreOpenError(self.path, _open_problem(exc)) from exc
+
+    # --- opening -------------------------------------------------------------------
+
+    def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        """Open the file for reading and writing, or create it.
+
+        SQLite opens a file it may not write read-only without a word, and the first
+        write fails much later (after the demo said "resuming"). A store is always
+        written to, so the file, its ``-wal``/``-shm`` companions and (for those) its
+        folder must be writable: checked here, before anything is read or written.
+        """
+        if self.path == ":memory:":  # SQLite's private in-memory database
+            return sqlite3.connect(
                 self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
+            )
+        exists = os.path.exists(self.path)
+        if exists and not os.path.isfile(self.path):
+            raise StoreOpenError(self.path, "not a regular file (a folder or a device?)")
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if exists:
+            blocked = [
+                name
+                for name in (self.path, self.path + "-wal", self.path + "-shm")
+                if os.path.exists(name) and not os.access(name, os.W_OK)
+            ]
+            if not blocked and not os.access(folder, os.W_OK | os.X_OK):
+                blocked.append(f"{folder} (the write-ahead log is created there)")
+            if blocked:
+                raise StoreOpenError(
+                    self.path,
+                    f"read-only for this user: {', '.join(blocked)}; a store is written to "
+                    "(publications, checkpoints, outcomes): give write access, or copy the "
+                    "file somewhere writable",
+                )
+        uri = f"file:{quote(os.path.abspath(self.path))}?mode={'rw' if exists else 'rwc'}"
+        try:
+            return sqlite3.connect(
+                uri,
+                uri=True,
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=busy_timeout_ms / 1000,
             )
         except sqlite3.Error as exc:
             raise StoreOpenError(self.path, f"cannot open the SQLite file: {exc}") from exc
-        try:
-            self._configure(busy_timeout_ms)
-            self._migrate()
-        except StoreOpenError:
-            self._db.close()
-            raise
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise StoreOpenError(
-                self.path, f"not a usable SQLite database ({exc}); is it corrupt or another file?"
-            ) from exc
 
-    # --- opening -------------------------------------------------------------------
+    def _validate(self) -> int:
+        """Check, by reading only, that the file is a fencepost store this code can use.
+
+        Returns its schema version (0: a new, empty file). Each refusal says what is
+        wrong with the file and what to do about it.
+        """
+        db = self._db
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+        tables = {
+            str(name) for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if app_id not in (0, APPLICATION_ID) or (version > 0 and app_id != APPLICATION_ID):
+            raise StoreOpenError(
+                self.path,
+                "this SQLite file belongs to another application, not fencepost; "
+                "point --db at a new file",
+            )
+        if version < 0:
+            raise StoreOpenError(
+                self.path,
+                f"schema version {version} is not one fencepost ever writes (user_version was "
+                "changed outside fencepost); restore the file from a backup, or use a new file",
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreOpenError(
+                self.path,
+                f"schema version {version} is newer than this fencepost knows "
+                f"({SCHEMA_VERSION}); upgrade fencepost to open it",
+            )
+        if version == 0:
+            if tables:
+                raise StoreOpenError(
+                    self.path,
+                    "this SQLite file already holds tables that are not a fencepost store "
+                    f"({', '.join(sorted(tables)[:5])}); point --db at a new file",
+                )
+            return 0
+        missing = [t for t in _tables_of(version) if t not in tables]
+        if missing:
+            raise StoreOpenError(
+                self.path,
+                f"the fencepost table(s) {', '.join(missing)} are missing (dropped outside "
+                "fencepost): the store cannot be trusted; restore it from a backup, or use "
+                "a new file",
+            )
+        return version
 
     def _configure(self, busy_timeout_ms: int) -> None:
         db = self._db
@@ -288,32 +428,17 @@ class SQLiteStore:
         db.execute("PRAGMA synchronous = FULL")
         db.execute("PRAGMA foreign_keys = ON")
 
-    def _migrate(self) -> None:
+    def _migrate(self, validated: int) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
+            # Another process may have migrated between the check and the lock: read again.
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreOpenError(
-                    self.path,
-                    f"schema version {version} is newer than this fencepost knows "
-                    f"({SCHEMA_VERSION}); upgrade fencepost to open it",
-                )
-            if app_id not in (0, APPLICATION_ID) or (version > 0 and app_id != APPLICATION_ID):
-                raise StoreOpenError(
-                    self.path, "this SQLite file belongs to another application, not fencepost"
-                )
+            if version != validated:
+                db.execute("ROLLBACK")
+                self._migrate(self._validate())
+                return
             if version == 0:
-                tables = db.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                ).fetchone()[0]
-                if tables:
-                    raise StoreOpenError(
-                        self.path,
-                        "this SQLite file already holds tables that are not a fencepost store; "
-                        "point --db at a new file",
-                    )
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for step in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[step]:
@@ -324,7 +449,8 @@ class SQLiteStore:
                 db.execute(f"PRAGMA user_version = {step + 1}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
 
     @property
@@ -342,7 +468,17 @@ class SQLiteStore:
             try:
                 yield self._db
             except sqlite3.Error as exc:
-                raise DefiniteStoreError(f"{self.path}: SQLite read failed: {exc}") from exc
+                raise self._failed("read", exc) from exc
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> DefiniteStoreError:
+        """A failed statement: a damaged file or a dropped table is corruption, never a
+        passing failure that running again would cure."""
+        text = str(exc)
+        if "malformed" in text or "not a database" in text:
+            return CorruptStore(self.path, None, None, None, f"SQLite says: {text}")
+        if text.startswith("no such table") or text.startswith("no such column"):
+            return CorruptStore(self.path, None, None, None, f"{text} (dropped or altered)")
+        return DefiniteStoreError(f"{self.path}: SQLite {what} failed: {exc}")
 
     def _transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``body`` in ``BEGIN IMMEDIATE`` ... ``COMMIT``: one atomic read-check-write.
@@ -363,7 +499,7 @@ class SQLiteStore:
                 with suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise DefiniteStoreError(f"{self.path}: SQLite write failed: {exc}") from exc
+                    raise self._failed("write", exc) from exc
                 raise
             try:
                 db.execute("COMMIT")
@@ -384,13 +520,25 @@ class SQLiteStore:
                 f"stream {stream!r} does not exist: create it with create_stream first"
             )
 
-    @staticmethod
-    def _memberships(db: sqlite3.Connection, stream: str) -> dict[int, Membership]:
+    def _corrupt(self, table: str, row: str, exc: Exception) -> CorruptStore:
+        """A row that does not decode: name the table, the row and the field."""
+        field = exc.field if isinstance(exc, InvalidValue) else "body"
+        for record_prefix in ("checkpoint.", "record.", "publication."):
+            field = field.removeprefix(record_prefix)
+        problem = exc.problem if isinstance(exc, InvalidValue) else str(exc)
+        return CorruptStore(self.path, table, row, field, problem)
+
+    def _membership_body(self, stream: str, epoch: object, body: object) -> Membership:
+        try:
+            if type(body) is not str:
+                raise InvalidValue("body", body, "membership JSON text is required")
+            return membership_from_json(json.loads(body), "body")
+        except (ValueError, RecursionError) as exc:
+            raise self._corrupt("memberships", f"stream={stream!r} epoch={epoch!r}", exc) from None
+
+    def _memberships(self, db: sqlite3.Connection, stream: str) -> dict[int, Membership]:
         rows = db.execute("SELECT epoch, body FROM memberships WHERE stream = ?", (stream,))
-        return {
-            epoch: membership_from_json(json.loads(body), f"memberships[{stream}][{epoch}]")
-            for epoch, body in rows
-        }
+        return {epoch: self._membership_body(stream, epoch, body) for epoch, body in rows}
 
     def _membership(self, db: sqlite3.Connection, stream: str, epoch: int) -> Membership | None:
         """The membership of ``epoch`` (parsed once per store object), None if there is none."""
@@ -402,7 +550,7 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             return None
-        found = membership_from_json(json.loads(row[0]), f"memberships[{stream}][{epoch}]")
+        found = self._membership_body(stream, epoch, row[0])
         self._memberships_seen[(stream, epoch)] = found
         return found
 
@@ -419,8 +567,7 @@ class SQLiteStore:
             [(stream, membership.epoch, p) for p in membership.partitions],
         )
 
-    @staticmethod
-    def _record(db: sqlite3.Connection, stream: str) -> PublicationRecord | None:
+    def _record(self, db: sqlite3.Connection, stream: str) -> PublicationRecord | None:
         row = db.execute(
             "SELECT epoch, cut_kind, cut_type, cut_at, revision, op_id FROM publications "
             "WHERE stream = ?",
@@ -429,20 +576,29 @@ class SQLiteStore:
         if row is None:
             return None
         epoch, kind, tag, at, revision, op_id = row
-        return PublicationRecord(epoch, decode_cut(kind, tag, at), revision, op_id)
+        try:
+            return PublicationRecord(epoch, decode_cut(kind, tag, at), revision, op_id)
+        except ValueError as exc:
+            raise self._corrupt("publications", f"stream={stream!r}", exc) from None
 
-    @staticmethod
-    def _checkpoint_from_row(row: tuple[object, ...]) -> Checkpoint:
+    def _checkpoint_from_row(self, row: tuple[object, ...]) -> Checkpoint:
         partition, epoch, kind, tag, at, token, generation, scope, finality = row
-        return Checkpoint(
-            partition=partition,  # type: ignore[arg-type]  # validated by Checkpoint
-            cut=decode_cut(kind, tag, at),  # type: ignore[arg-type]
-            token=token,  # type: ignore[arg-type]
-            generation=generation,  # type: ignore[arg-type]
-            scope=scope,  # type: ignore[arg-type]
-            epoch=epoch,  # type: ignore[arg-type]
-            finality=Finality(finality),
-        )
+        try:
+            return Checkpoint(
+                partition=partition,  # type: ignore[arg-type]  # validated by Checkpoint
+                cut=decode_cut(kind, tag, at),  # type: ignore[arg-type]
+                token=token,  # type: ignore[arg-type]
+                generation=generation,  # type: ignore[arg-type]
+                scope=scope,  # type: ignore[arg-type]
+                epoch=epoch,  # type: ignore[arg-type]
+                finality=Finality(finality),
+            )
+        except ValueError as exc:
+            if not isinstance(exc, InvalidValue):
+                exc = InvalidValue("finality", finality, "'final' or 'provisional'")
+            raise self._corrupt(
+                "checkpoints", f"epoch={epoch!r} partition={partition!r}", exc
+            ) from None
 
     _CHECKPOINT_COLUMNS = (
         "partition, epoch, cut_kind, cut_type, cut_at, token, generation, scope, finality"
@@ -464,7 +620,7 @@ class SQLiteStore:
                 first = min(stored)
                 if first == membership.epoch and stored[first] == membership:
                     return record
-                raise DefiniteStoreError(
+                raise StreamConflict(
                     f"stream {stream!r} already exists with another first membership; "
                     "use write_membership to add a new epoch, or another stream name"
                 )
@@ -715,7 +871,11 @@ class SQLiteStore:
         least: Cut | None = None
         for tag, a, b, c in rows:
             if tag == "c":
-                least = decode_cut(a, b, c)
+                try:
+                    least = decode_cut(a, b, c)
+                except ValueError as exc:
+                    where = f"stream={stream!r} epoch={epoch} (the least cut)"
+                    raise self._corrupt("checkpoints", where, exc) from None
             else:
                 names[tag].append(a)
         return MergeSummary(

@@ -46,6 +46,51 @@ class UnknownStream(DefiniteStoreError):
     """The stream has no membership yet: create it with ``create_stream`` first."""
 
 
+class StreamConflict(DefiniteStoreError):
+    """``create_stream`` found the stream already there with another first membership."""
+
+
+class CorruptStore(DefiniteStoreError):
+    """A stored row (or page) cannot be read back: the store was damaged or edited outside
+    fencepost. Retrying cannot help; the message names the table, the row and the field.
+
+    ``location`` names the file or URL; restore it from a backup or start a new one.
+    """
+
+    def __init__(
+        self,
+        location: str,
+        table: str | None,
+        row: str | None,
+        field: str | None,
+        problem: str,
+    ) -> None:
+        self.location = location
+        self.table = table
+        self.row = row
+        self.field = field
+        where = ", ".join(
+            f"{name} {value}"
+            for name, value in (("table", table), ("row", row), ("field", field))
+            if value is not None
+        )
+        super().__init__(
+            f"corrupt store: {location}: {where + ': ' if where else ''}{problem}; "
+            "the store was damaged or edited outside fencepost: restore it from a backup "
+            "or start a new one"
+        )
+
+
+class StoreBehind(DefiniteStoreError):
+    """The stored publication record is older than one the caller saw before.
+
+    A store never goes back by itself; a record behind one seen before means the
+    durable state was rolled back underneath (a restored backup, a SQLite WAL
+    whose damaged frames SQLite dropped, a PostgreSQL point-in-time recovery).
+    See docs/robustness.md ("A store that went back").
+    """
+
+
 class StoreOpenError(DefiniteStoreError):
     """The store could not be opened: the file or database is missing, corrupt, foreign,
     or written by a newer fencepost whose schema this code does not know.
@@ -257,6 +302,24 @@ def check_name(value: object, field: str) -> str:
     except UnicodeEncodeError:
         raise InvalidValue(field, value, "not encodable as UTF-8; it could not be stored") from None
     return value
+
+
+def require_not_behind(store: PublicationStore, stream: str, seen_revision: int) -> None:
+    """Raise :class:`StoreBehind` if ``stream``'s record is older than ``seen_revision``.
+
+    The caller says what it saw before (the revision a previous run reported);
+    every write raises the revision by one, so a smaller one means lost writes.
+    Cost: one record read.
+    """
+    check_revision(seen_revision, "seen_revision")
+    record = store.read_publication(stream)
+    if record.revision < seen_revision:
+        raise StoreBehind(
+            f"stream {stream!r} is at revision {record.revision}, behind revision "
+            f"{seen_revision} seen before: {seen_revision - record.revision} acknowledged "
+            "publication(s) are gone, so the store was rolled back (a restored backup, a "
+            "damaged write-ahead log); do not publish from it before finding out why"
+        )
 
 
 def check_revision(value: object, field: str) -> int:

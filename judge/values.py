@@ -61,7 +61,7 @@ def text(value: object, field: str, *, allow_empty: bool = False) -> str:
         raise BadValue(field, value, "a string is required")
     if not value and not allow_empty:
         raise BadValue(field, value, "a non-empty string is required")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+    if not value.isascii() and any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
         raise BadValue(field, value, "a lone surrogate is not a Unicode character")
     return value
 

@@ -31,9 +31,10 @@ and ``result.representatives[n]`` the state explored for it.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,36 @@ from fencepost.model.state import (
 HOLDS = "holds"
 VIOLATED = "violated"
 INCOMPLETE = "incomplete"
+
+#: New states between two looks at the clock and the memory in use (a cheap read).
+_CHECK_EVERY = 1024
+
+
+def memory_in_use() -> int:
+    """Bytes of memory this process uses now (resident set; its peak where /proc is absent)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreProgress:
+    """Where a long exploration is: what :func:`explore` hands its ``progress`` callback."""
+
+    part: str
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    memory: int
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
 
 
 _CLAIMS = (PUBLISHED, CONFIRMED)
@@ -217,6 +248,8 @@ class ExploreResult:
     symmetry: bool = True
     representatives: list[State] = field(default_factory=list)
     edges: array[int] | None = None
+    #: Why an ``incomplete`` exploration stopped: ``max_states`` or ``max_memory``.
+    stopped_by: str | None = None
     _graph: Any = None
     _keys: list[Hashable] | None = None
 
@@ -300,13 +333,20 @@ def explore(
     keep_graph: bool = True,
     max_states: int | None = None,
     invariants: Sequence[Invariant] = INVARIANTS,
+    max_memory: int | None = None,
+    progress: Callable[[ExploreProgress], None] | None = None,
+    progress_every: float = 2.0,
 ) -> ExploreResult:
     """Explore every state reachable within ``config``'s bounds, breadth first.
 
     Stops at the first state breaking one of ``invariants`` (verdict
-    ``violated``, with a shortest counterexample) or after ``max_states``
-    distinct states (verdict ``incomplete``); otherwise the verdict is
-    ``holds``: no reachable state breaks any of them.
+    ``violated``, with a shortest counterexample), or when a budget runs out
+    (verdict ``incomplete``, ``stopped_by`` saying which): ``max_states``
+    distinct states, or ``max_memory`` bytes in use by the process (looked at
+    every 1,024 new states, so it is overshot by at most that many states'
+    worth, about 1 KB each). Otherwise the verdict is ``holds``: no reachable
+    state breaks any of them. ``progress`` is called about every
+    ``progress_every`` seconds with an :class:`ExploreProgress`.
     """
     started = time.perf_counter()
     start = initial(config)
@@ -325,7 +365,10 @@ def explore(
     found = _violated(start, invariants)
     frontier = [0] if found is None else []
     capped = False
+    stopped_by: str | None = None
     hit = 0
+    next_check = _CHECK_EVERY
+    next_report = started + progress_every
     while frontier and found is None and not capped:
         nxt: list[int] = []
         for sid in frontier:
@@ -354,8 +397,27 @@ def explore(
                     if found is not None:
                         break
                     if max_states is not None and len(reps) >= max_states:
-                        capped = True
+                        capped, stopped_by = True, "max_states"
                         break
+                    if len(reps) >= next_check:
+                        next_check += _CHECK_EVERY
+                        memory = memory_in_use() if max_memory or progress else 0
+                        if max_memory is not None and memory > max_memory:
+                            capped, stopped_by = True, "max_memory"
+                            break
+                        now = time.perf_counter()
+                        if progress is not None and now >= next_report:
+                            next_report = now + progress_every
+                            progress(
+                                ExploreProgress(
+                                    config.part,
+                                    len(reps),
+                                    transitions,
+                                    depth + 1,
+                                    now - started,
+                                    memory,
+                                )
+                            )
                 elif keep_graph:
                     edges.append(sid)
                     edges.append(tid)
@@ -390,6 +452,7 @@ def explore(
         result.depth = len(path) - 1
     elif capped:
         result.verdict = INCOMPLETE
+        result.stopped_by = stopped_by
     return result
 
 
@@ -400,6 +463,9 @@ def explore_parts(
     keep_graph: bool = True,
     max_states: int | None = None,
     invariants: Sequence[Invariant] = INVARIANTS,
+    max_memory: int | None = None,
+    progress: Callable[[ExploreProgress], None] | None = None,
+    progress_every: float = 2.0,
 ) -> Exploration:
     """Explore each configuration (typically one per part) in turn."""
     return Exploration(
@@ -410,6 +476,9 @@ def explore_parts(
                 keep_graph=keep_graph,
                 max_states=max_states,
                 invariants=invariants,
+                max_memory=max_memory,
+                progress=progress,
+                progress_every=progress_every,
             )
             for c in configs
         ]

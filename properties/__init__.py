@@ -7,6 +7,6 @@
   Hypothesis state machine over memory, SQLite or PostgreSQL): :func:`run_refinement`.
 - ``fencepost.properties.lockstep``: workers whose every store call waits for the
   controller (deterministic interleaving at store-call granularity).
-- ``fencepost.mutants.impl_catalog``: the foundation issue's known bugs planted into
-  the implementation by subclassing, for the refinement check's teeth.
+
+The refinement check's teeth are the catalog of known bugs, ``fencepost.mutants.CATALOG``.
 """

@@ -20,6 +20,19 @@ Guarantees, which make runs reproducible call for call:
   in program order, before it takes effect;
 - a worker that never calls back within :data:`TIMEOUT` seconds is reported as
   hung (a :class:`LockstepError`), never waited on forever.
+
+This is the one scheduler that drives fencepost's *Python objects* call by call:
+the refinement check (:mod:`fencepost.properties.refinement`) and the scenario
+runner on the implementation (:mod:`fencepost.scenarios.impl_runner`) both use
+it. The conformance harness has a scheduler of its own
+(:mod:`fencepost.harness.schedule`, :mod:`fencepost.harness.runner`), and the
+two cannot be one: the harness drives *processes* in any language through the
+JSON-lines protocol, with the stores played by the judge side, and it must not
+import the implementation (the judge never borrows from the judged); this one
+runs the production classes on real stores (memory, SQLite, PostgreSQL) so that
+their durable state can be compared with the model's. fencepost's own
+implementation is also driven through the harness's scheduler, over the wire
+(``fencepost sut``), like any other implementation.
 """
 
 from __future__ import annotations
@@ -174,8 +187,9 @@ class GatedStore:
     """The store every lockstep worker uses: each call waits for the controller's answer.
 
     It implements the calls the publisher and the partition reader make (the
-    publisher and checkpointer levels of the conformance protocol, and the
-    publisher's ``read_merge_summary``, which stands for its ``read_checkpoints``).
+    publisher and checkpointer levels of the conformance protocol). A publisher
+    over it reads the whole checkpoint vector (``read_checkpoints``); over
+    :class:`SummaryGatedStore` it reads the store's merge summary instead.
     """
 
     def read_publication(self, stream: str) -> PublicationRecord:
@@ -186,9 +200,6 @@ class GatedStore:
 
     def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
         return cast(Sequence[Checkpoint], _worker().call("read_checkpoints", (stream, epoch)))
-
-    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
-        return cast(MergeSummary, _worker().call("read_merge_summary", (stream, epoch)))
 
     def write_publication(
         self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
@@ -214,6 +225,14 @@ class GatedStore:
         return cast(dict[str, str], _worker().call("outcomes", args))
 
 
+class SummaryGatedStore(GatedStore):
+    """A :class:`GatedStore` that also offers ``read_merge_summary``: production publishers
+    over it take the summary path (one atomic read standing for ``read_checkpoints``)."""
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        return cast(MergeSummary, _worker().call("read_merge_summary", (stream, epoch)))
+
+
 class GatedProvider:
     """The provider every lockstep reader uses: the controller chooses each page."""
 
@@ -223,4 +242,5 @@ class GatedProvider:
 
 #: Shared, stateless: calls are routed to the worker whose thread makes them.
 GATED_STORE = GatedStore()
+GATED_SUMMARY_STORE = SummaryGatedStore()
 GATED_PROVIDER = GatedProvider()

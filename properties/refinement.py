@@ -168,10 +168,11 @@ from fencepost.model.state import (
 from fencepost.model.state import Checkpoint as MCheckpoint
 from fencepost.model.state import Publisher as MPublisher
 from fencepost.model.state import Reader as MReader
-from fencepost.mutants.impl_catalog import IMPL_MUTANTS, ImplMutant
+from fencepost.mutants import CATALOG, Variant
 from fencepost.properties.lockstep import (
     GATED_PROVIDER,
     GATED_STORE,
+    GATED_SUMMARY_STORE,
     Call,
     Reply,
     Worker,
@@ -514,7 +515,7 @@ class RefinementMachine(RuleBasedStateMachine):
     """
 
     backend: ClassVar[StoreBackend]
-    mutant: ClassVar[ImplMutant | None] = None
+    mutant: ClassVar[Variant | None] = None
     stats: ClassVar[RunStats]
 
     def __init__(self) -> None:
@@ -622,7 +623,7 @@ class RefinementMachine(RuleBasedStateMachine):
 
     def _new_publisher(self, model: int) -> Publisher:
         return self._publisher_cls(
-            GATED_STORE,
+            GATED_SUMMARY_STORE,  # production publishers decide from the store's summary
             self._stream,
             self.ctx.publisher_names[model],
             policy=self._policy,
@@ -1690,7 +1691,7 @@ class RefinementMachine(RuleBasedStateMachine):
 def refinement_machine(
     backend: StoreBackend,
     *,
-    mutant: ImplMutant | None = None,
+    mutant: Variant | None = None,
     stats: RunStats | None = None,
 ) -> type[RefinementMachine]:
     """A :class:`RefinementMachine` class over ``backend``, with ``mutant`` planted if given."""
@@ -1915,7 +1916,7 @@ def run_refinement(
 
     ``examples`` Hypothesis examples of at most ``steps`` rules each; ``seed``
     None derandomizes (the same examples every run, for CI), an int seeds the
-    search. ``mutant`` plants one of :data:`IMPL_MUTANTS` into the
+    search. ``mutant`` plants one entry of :data:`fencepost.mutants.CATALOG` into the
     implementation (the run should then fail). ``database_url`` is the
     PostgreSQL URL (default ``$FENCEPOST_DATABASE_URL``).
     """
@@ -1926,11 +1927,10 @@ def run_refinement(
         raise ValueError(f"seed must be an integer or None, got {seed!r}")
     planted = None
     if mutant is not None:
-        if mutant not in IMPL_MUTANTS:
-            raise ValueError(
-                f"unknown mutant {mutant!r}; choose one of {', '.join(sorted(IMPL_MUTANTS))}"
-            )
-        planted = IMPL_MUTANTS[mutant]
+        workers = sorted(n for n, v in CATALOG.items() if v.changes_workers)
+        if mutant not in workers:
+            raise ValueError(f"unknown mutant {mutant!r}; choose one of {', '.join(workers)}")
+        planted = CATALOG[mutant]
     stats = RunStats()
     with open_backend(backend, database_url) as store_backend:
         machine = refinement_machine(store_backend, mutant=planted, stats=stats)

@@ -1,11 +1,11 @@
-"""A concurrent workload with known ground truth, recorded for :mod:`.history`.
+"""A concurrent workload with known ground truth, recorded for ``fencepost.audit``.
 
 Publisher and partition-reader *processes* run the production
 :class:`~fencepost.impl.publisher.Publisher` and
 :class:`~fencepost.impl.reader.PartitionReader` against one real store (any
 :func:`~fencepost.impl.open.open_store` location: a PostgreSQL URL or a SQLite
-path), every call recorded by a :class:`~.history.RecordingStore` into one
-JSON-lines file per process. The provider is static and deterministic, so any
+path), every call recorded by a :class:`~fencepost.impl.recording.RecordingStore`
+into one audit log per process (docs/audit.md). The provider is static and deterministic, so any
 number of readers may page the same partition and the checker knows every
 event, its position and that it is final.
 
@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.impl.codec import cut_to_json, membership_to_json
 from fencepost.impl.cuts import Cut
 from fencepost.impl.faults import FaultyStore
 from fencepost.impl.open import open_store
@@ -35,9 +34,9 @@ from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.provider import Claim, Event, Page, ProviderTimeout
 from fencepost.impl.publisher import Outcome, Policy, Publisher
 from fencepost.impl.reader import PartitionReader
+from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import Membership
-from fencepost.impl.stores import Store, StoreError
-from fencepost.properties.history import Context, JsonlSink, RecordingStore
+from fencepost.impl.stores import Store, StoreError, StoreOpenError
 
 ORDER = IntegerOrder("offsets", successor_exact=True)
 
@@ -82,23 +81,39 @@ class Workload:
     def final_cut(self) -> Cut:
         return Cut.through(self.coordinates - 1)
 
-    def context(self) -> Context:
-        return Context(
-            memberships={self.stream: {self.epoch: membership_to_json(self.membership())}},
-            events={(self.stream, self.epoch, p): self.events(p) for p in self.names},
-        )
+    def truth(self) -> dict[tuple[int, str], list[tuple[str, int]]]:
+        """The ground truth the audit checks soundness against: (epoch, partition) -> events."""
+        return {(self.epoch, p): self.events(p) for p in self.names}
+
+
+#: Seconds a worker started while its server restarts waits for the store to open.
+OPEN_WAIT_SECONDS = 60.0
+
+
+def _open_waiting(location: str) -> Store:
+    """Open the store, waiting out a server that is restarting (a worker respawned in the
+    middle of a crash test meets a refused connection, or one cut during migration, and
+    does what a supervised process does: start again). Other errors are raised at once."""
+    deadline = time.monotonic() + OPEN_WAIT_SECONDS
+    while True:
+        try:
+            return open_store(location)
+        except StoreOpenError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def open_recorded(
     workload: Workload, worker: str, history_dir: str, lost: float, seed: int
-) -> tuple[RecordingStore, JsonlSink]:
+) -> tuple[RecordingStore, LogWriter]:
     """The workload's store for ``worker``, recorded; with ``lost`` > 0, each call's
     response is lost with that probability, half of them after the call applied."""
-    sink = JsonlSink(Path(history_dir) / f"{worker}.jsonl")
-    inner: Store = open_store(workload.location)
+    sink = LogWriter(Path(history_dir) / f"{worker}.jsonl")
+    inner: Store = _open_waiting(workload.location)
     if lost > 0:
         inner = FaultyStore(inner, seed, lose_after=lost / 2, lose_before=lost / 2)
-    return RecordingStore(inner, worker, sink), sink
+    return RecordingStore(inner, sink, worker), sink
 
 
 class StaticProvider:
@@ -157,25 +172,12 @@ def publisher_process(
     attempts = 0
     try:
         while time.monotonic() < deadline:
-            started = time.monotonic_ns()
             try:
-                result = publisher.attempt()
+                result = store.attempt(publisher)
             except StoreError:
                 time.sleep(0.02)  # definite: nothing happened (server down?); try again
                 continue
             attempts += 1
-            store.note(
-                "attempt",
-                started,
-                {"stream": workload.stream, "worker": worker},
-                {
-                    "outcome": result.outcome.value,
-                    "op_id": result.op_id,
-                    "epoch": result.epoch,
-                    "cut": None if result.cut is None else cut_to_json(result.cut),
-                    "proposal": None if result.proposal is None else cut_to_json(result.proposal),
-                },
-            )
             if result.cut == final and attempts >= min_attempts:
                 break
             if idle and result.outcome not in (Outcome.PUBLISHED, Outcome.CONFIRMED):

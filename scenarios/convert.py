@@ -37,3 +37,34 @@ def to_impl_membership(membership: judge.Membership) -> impl_records.Membership:
         dict(membership.partitions),
         {name: to_impl_order(order) for name, order in membership.orders.items()},
     )
+
+
+def to_judge_checkpoint(checkpoint: impl_records.Checkpoint) -> judge.Checkpoint:
+    return judge.Checkpoint(
+        checkpoint.partition,
+        to_judge_cut(checkpoint.cut),
+        checkpoint.token,
+        checkpoint.generation,
+        checkpoint.scope,
+        checkpoint.epoch,
+        judge.Finality(checkpoint.finality.value),
+    )
+
+
+def to_judge_record(record: impl_records.PublicationRecord) -> judge.Record:
+    return judge.Record(record.epoch, to_judge_cut(record.cut), record.revision, record.op_id)
+
+
+def to_judge_membership(membership: impl_records.Membership) -> judge.Membership:
+    return judge.Membership(
+        membership.epoch,
+        membership.scope,
+        dict(membership.partitions),
+        {name: to_judge_order(order) for name, order in membership.orders.items()},
+    )
+
+
+def to_judge_order(order: impl_orders.Order) -> judge.Order:
+    if order.kind == "integer":
+        return judge.Order.integer(order.name, order.has_successor)
+    return judge.Order.string(order.name)

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fencepost.scenarios.format import (
-    Scenario,
-    ScenarioError,
     load_file,
     load_shipped_all,
     scenario_files,
@@ -36,6 +34,10 @@ from fencepost.scenarios.outcome import (
     drive,
     errored,
     skipped,
+)
+from fencepost.scenarios.spec import (
+    Scenario,
+    ScenarioError,
 )
 
 TARGETS: tuple[str, ...] = ("model", "impl", "sut")

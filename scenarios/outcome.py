@@ -18,13 +18,14 @@ is then *skipped* on it with the reason, never silently passed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from fencepost.judge.values import Cut
-from fencepost.scenarios.format import (
+from fencepost.scenarios.spec import (
     Broken,
     Expectations,
     Scenario,
@@ -235,6 +236,8 @@ class TargetResult:
     breach: Breach | None = None
     narrative: tuple[str, ...] = ()
     seconds: float = 0.0
+    #: Each step run and what the target saw after it, in order (for reports).
+    trace: tuple[tuple[Step, Observed], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -349,6 +352,7 @@ def drive(scenario: Scenario, target: str, driver: Driver) -> TargetResult:
     start = time.perf_counter()
     mismatches: list[Mismatch] = []
     narrative: list[str] = []
+    trace: list[tuple[Step, Observed]] = []
     current: Step | None = None
     try:
         driver.begin()
@@ -359,6 +363,7 @@ def drive(scenario: Scenario, target: str, driver: Driver) -> TargetResult:
             current = step
             seen = driver.step(step)
             narrative.append(f"{step.index}. {seen.narrative}")
+            trace.append((step, seen))
             mismatches.extend(compare(step, seen))
             if mismatches or driver.breach is not None:
                 break
@@ -377,7 +382,8 @@ def drive(scenario: Scenario, target: str, driver: Driver) -> TargetResult:
         )
     finally:
         driver.close()
-    return judge(scenario, target, mismatches, driver.breach, narrative, _since(start))
+    result = judge(scenario, target, mismatches, driver.breach, narrative, _since(start))
+    return dataclasses.replace(result, trace=tuple(trace))
 
 
 def _since(start: float) -> float:

@@ -44,7 +44,16 @@ from fencepost.harness.world import (
     WorldSetup,
 )
 from fencepost.judge.values import Cut, Order
-from fencepost.scenarios.format import (
+from fencepost.scenarios.outcome import (
+    STOPPED,
+    AttemptSeen,
+    Breach,
+    Observed,
+    RecordSeen,
+    ScenarioRuntimeError,
+    Unsupported,
+)
+from fencepost.scenarios.spec import (
     Certify,
     Crash,
     Finalize,
@@ -58,15 +67,6 @@ from fencepost.scenarios.format import (
     Serve,
     Step,
     format_cut,
-)
-from fencepost.scenarios.outcome import (
-    STOPPED,
-    AttemptSeen,
-    Breach,
-    Observed,
-    RecordSeen,
-    ScenarioRuntimeError,
-    Unsupported,
 )
 
 #: What the scenario format can say that the harness (protocol 1) cannot.
@@ -364,11 +364,11 @@ class SutDriver:
 
 def in_process_factory(variant: str | None) -> SutFactory:
     """fencepost's own SUT in-process; for a ``-bad`` scenario, the harness's mutant of it."""
-    from fencepost.mutants.sut_catalog import CATALOG, variant_of
+    from fencepost.mutants import CATALOG
     from fencepost.sut.adapter import InProcessSut
 
     if variant is None:
         return InProcessSut()
     if variant not in CATALOG:
         raise Unsupported(f"the harness's mutant catalog has no {variant!r}")
-    return InProcessSut(variant_of(variant))
+    return InProcessSut(CATALOG[variant])

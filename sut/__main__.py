@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.mutants import CATALOG
 from fencepost.sut.adapter import serve_stdio
 
 
@@ -20,7 +20,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return serve_stdio(CATALOG[argv[0]].variant)
+    return serve_stdio(CATALOG[argv[0]])
 
 
 if __name__ == "__main__":

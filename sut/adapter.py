@@ -9,11 +9,11 @@ protocol's result (:class:`~fencepost.impl.stores.Applied`, a conflict, or an
 :class:`WireProvider` does the same for pages. So fencepost is tested through
 the very wire outside implementations are tested through.
 
-A :class:`Variant` says which pieces a session uses. The correct SUT is
-:data:`CORRECT`; the mutant catalog (:mod:`fencepost.mutants.sut_catalog`) builds
-each mutant by subclassing one piece (a store that trusts a lost response, a
-provider adapter that reports the greatest event seen as coverage, ...), never
-by copying the implementation.
+A :class:`~fencepost.mutants.Variant` says which pieces a session uses: the
+correct SUT is :data:`~fencepost.mutants.CORRECT`; ``fencepost sut --mutant
+NAME`` runs an entry of the one catalog of known bugs
+(:data:`fencepost.mutants.CATALOG`), whose publisher and reader take these
+wire-backed stores exactly as the production classes do.
 
 Two ways to run a session: :func:`serve_stdio` (the ``fencepost sut`` process)
 and :class:`InProcessSut` (a thread per worker, exchanging the same text lines;
@@ -23,18 +23,16 @@ no subprocess, for speed).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from fencepost.impl.codec import cut_to_json
-from fencepost.impl.cuts import NOTHING, Cut, compare_cuts
+from fencepost.impl.cuts import NOTHING, Cut
 from fencepost.impl.errors import InvalidValue
-from fencepost.impl.merge import Withheld, merge
+from fencepost.impl.merge import Withheld
 from fencepost.impl.orders import Order
 from fencepost.impl.provider import Event, Page, ProviderTimeout
 from fencepost.impl.publisher import Policy, Publisher
-from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
@@ -47,17 +45,23 @@ from fencepost.impl.stores import (
     PublicationWrite,
     StoreError,
 )
-from fencepost.sut.wire import (
+from fencepost.inputs.jsonlines import (
     MAX_LINE_BYTES,
+    JSONObject,
+    LineIO,
+    MessageError,
+    WireId,
+    decode_line,
+    encode,
+)
+from fencepost.mutants import CORRECT, Variant
+from fencepost.sut.wire import (
     PROTOCOL_VERSION,
     CompareRequest,
     HarnessRequest,
     Hello,
     IngestRequest,
-    JSONObject,
-    LineIO,
     MergeRequest,
-    MessageError,
     PublishRequest,
     Reply,
     ReplyConflict,
@@ -65,10 +69,7 @@ from fencepost.sut.wire import (
     ReplyTimeout,
     Reset,
     Shutdown,
-    WireId,
     checkpoint_json,
-    decode_line,
-    encode,
     parse_harness_message,
     parse_reply,
     request_id_of,
@@ -124,7 +125,7 @@ class WireStore:
     A ``timeout`` reply raises :class:`IndefiniteStoreError` (the write may or
     may not have happened: only a reread can tell). ``read_checkpoint`` answers
     for the epoch of the ingest in progress (the wire names none). Subclasses in
-    the mutant catalog override one method each.
+    the mutant catalog put one bug in front of it (:mod:`fencepost.mutants.stores`).
     """
 
     def __init__(self, caller: WireCaller, order: Order | None = None) -> None:
@@ -217,62 +218,6 @@ class WireStore:
         raise DefiniteStoreError("the harness writes memberships; a worker never does")
 
 
-class Misreading:
-    """How a publisher reads a checkpoint vector: the identity for the correct SUT.
-
-    The mutant catalog's merge mutants subclass it: ``checkpoints`` changes what
-    the merge is given (an epoch-blind reader treats every checkpoint as the
-    current epoch's), ``frontier`` changes what it answers (a relabeling
-    publisher turns ``before x`` into ``through x``). The same object serves the
-    algebra level's ``merge`` and the publisher level's reads and writes, so a
-    mutant is one definition seen through both levels.
-    """
-
-    def checkpoints(
-        self, membership: Membership, checkpoints: Sequence[Checkpoint]
-    ) -> tuple[Checkpoint, ...]:
-        return tuple(checkpoints)
-
-    def frontier(
-        self, membership: Membership, checkpoints: Sequence[Checkpoint], result: Cut | Withheld
-    ) -> Cut | Withheld:
-        return result
-
-    def merge(self, membership: Membership, checkpoints: Sequence[Checkpoint]) -> Cut | Withheld:
-        seen = self.checkpoints(membership, checkpoints)
-        return self.frontier(membership, seen, merge(membership, seen))
-
-
-class PublisherWireStore(WireStore):
-    """The publisher's store: reads pass through the session's :class:`Misreading`."""
-
-    def __init__(self, caller: WireCaller, misreading: Misreading) -> None:
-        super().__init__(caller)
-        self.misreading = misreading
-        self._membership: Membership | None = None
-        self._seen: tuple[Checkpoint, ...] = ()
-
-    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
-        self._membership = super().read_membership(stream, epoch)
-        return self._membership
-
-    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
-        raw = super().read_checkpoints(stream, epoch)
-        if self._membership is None:
-            return raw
-        self._seen = self.misreading.checkpoints(self._membership, raw)
-        return self._seen
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        if self._membership is not None and self._membership.epoch == epoch:
-            said = self.misreading.frontier(self._membership, self._seen, cut)
-            if isinstance(said, Cut):
-                cut = said
-        return super().write_publication(stream, expected_revision, epoch, cut, op_id)
-
-
 class WireProvider:
     """The provider protocol over the wire: ``fetch_page`` calls; a timeout raises
     :class:`~fencepost.impl.provider.ProviderTimeout` (a fetch is a read: refetching is safe)."""
@@ -319,32 +264,6 @@ def _handled(event: Event) -> str:
     return "processed"
 
 
-@dataclass(frozen=True)
-class Variant:
-    """The pieces one SUT session is made of; :data:`CORRECT` is fencepost as shipped.
-
-    ``publisher_store``/``reader_store``/``provider`` are the classes the
-    session instantiates per request; ``misreading`` is shared by the algebra
-    level's merge and the publisher's reads; ``compare`` answers ``compare``;
-    ``policy`` overrides the cutover policy the harness asks for (None: obey).
-    """
-
-    name: str = "fencepost"
-    compare: Callable[[Order, Cut, Cut], int] = compare_cuts
-    misreading: Misreading = field(default_factory=Misreading)
-    publisher_store: type[PublisherWireStore] = PublisherWireStore
-    reader_store: type[ReaderWireStore] = ReaderWireStore
-    provider: type[WireProvider] = WireProvider
-    policy: Policy | None = None
-    levels: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
-
-    def compare_cuts(self, order: Order, a: Cut, b: Cut) -> int:
-        return self.compare(order, a, b)
-
-
-CORRECT = Variant()
-
-
 class SutSession:
     """One worker's side of the protocol: answers requests one at a time until shutdown.
 
@@ -364,7 +283,7 @@ class SutSession:
     def _forget(self) -> None:
         """Drop everything earlier requests left behind (on start, and on ``reset``)."""
         self._publishers: dict[tuple[str, str, str], Publisher] = {}
-        self._publisher_store = self.variant.publisher_store(self.caller, self.variant.misreading)
+        self._publisher_store = WireStore(self.caller)
 
     def _send(self, message: JSONObject) -> None:
         self.io.write_line(encode(message))
@@ -418,10 +337,10 @@ class SutSession:
                 }
             )
         elif isinstance(request, CompareRequest):
-            result = self.variant.compare_cuts(request.order, request.a, request.b)
+            result = self.variant.compare(request.order, request.a, request.b)
             self._send({"type": "compare_ok", "id": request.id, "result": result})
         elif isinstance(request, MergeRequest):
-            merged = self.variant.misreading.merge(request.membership, request.checkpoints)
+            merged = self.variant.merge(request.membership, request.checkpoints)
             if isinstance(merged, Withheld):
                 self._send({"type": "merge_ok", "id": request.id, "withheld": merged.reason.value})
             else:
@@ -435,8 +354,9 @@ class SutSession:
         key = (request.worker, request.stream, request.policy)
         publisher = self._publishers.get(key)
         if publisher is None:
-            policy = self.variant.policy or Policy(request.policy)
-            publisher = Publisher(self._publisher_store, request.stream, request.worker, policy)
+            publisher = self.variant.publisher(
+                self._publisher_store, request.stream, request.worker, Policy(request.policy)
+            )
             self._publishers[key] = publisher
         result = publisher.attempt()
         self._send(
@@ -451,9 +371,9 @@ class SutSession:
         )
 
     def _ingest(self, request: IngestRequest) -> None:
-        store = self.variant.reader_store(self.caller, request.order)
-        provider = self.variant.provider(self.caller, request.order)
-        reader = PartitionReader(
+        store = ReaderWireStore(self.caller, request.order)
+        provider = WireProvider(self.caller, request.order)
+        reader = self.variant.reader(
             store,
             provider,
             INGEST_STREAM,

@@ -34,14 +34,19 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "inputs": frozenset(),
     "judge": frozenset({"inputs"}),
     "harness": frozenset({"judge", "inputs"}),
+    "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
-    "sut": frozenset({"impl", "mutants", "harness"}),
+    "sut": frozenset({"impl", "mutants", "harness", "inputs"}),
     "contracts": frozenset({"impl", "inputs"}),
     "review": frozenset({"contracts", "impl", "inputs"}),
     "properties": frozenset({"model", "impl", "judge", "mutants", "inputs"}),
     "scenarios": frozenset(
         {"model", "impl", "judge", "harness", "sut", "mutants", "inputs", "properties"}
     ),
+    # pure: neutral report data in, HTML or Markdown out
+    "reports": frozenset(),
+    # the pytest plugin and Hypothesis strategies: judge-side, never the implementation
+    "testing": frozenset({"judge", "harness", "inputs", "reports"}),
     "": frozenset(
         {
             "model",
@@ -55,12 +60,15 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "review",
             "properties",
             "scenarios",
+            "reports",
+            "testing",
+            "audit",
         }
     ),
 }
 
 #: Packages whose verdicts must not rest on the implementation they judge.
-JUDGE_SIDE = ("judge", "harness")
+JUDGE_SIDE = ("judge", "harness", "testing", "audit")
 
 #: What the judged side may take from the harness: the in-process transport only.
 SUT_MAY_USE = frozenset({"fencepost.harness.transport", "fencepost.harness.protocol"})

@@ -1,20 +1,41 @@
 """``fencepost check``: the CI gate for changes to frontier logic.
 
-Runs the parts of :mod:`fencepost.gate` (all of them by default) with live
-progress on stderr and a summary table on stdout. Exit 0 when every part
-passes, 1 when any fails, 2 on a usage error.
+Runs the parts of :mod:`fencepost.gate` (all of them by default) and prints each
+part once. On a terminal: a live table that grows as parts finish (a spinner on
+the part running), left as the one summary table. In a log (stdout not a
+terminal): the same table as plain text, a row printed as each part finishes,
+never wrapped, with no colour and no progress bar. ``NO_COLOR`` turns colour off
+everywhere. Failing parts' details follow the table.
+
+``--html FILE`` and ``--summary-md FILE`` write the results as a page and as
+Markdown (appended to ``$GITHUB_STEP_SUMMARY`` too when it is set).
+
+Exit 0 when every part passes, 1 when any fails, 2 on a usage error.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.status import Status
 from rich.table import Table
 
-from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, junit_xml, run_part
+from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, PartResult, junit_xml, run_part
+from fencepost.views.output import (
+    check_output,
+    report_options,
+    wants_report,
+    write_output,
+    write_outputs,
+)
 
 
 def _parse_only(values: tuple[str, ...]) -> list[str]:
@@ -30,6 +51,15 @@ def _parse_only(values: tuple[str, ...]) -> list[str]:
             if name not in chosen:
                 chosen.append(name)
     return chosen or list(PARTS)
+
+
+def consoles() -> tuple[Console, Console]:
+    """stdout and stderr consoles: colour only on a terminal and never under ``NO_COLOR``."""
+    no_color = bool(os.environ.get("NO_COLOR"))
+    return (
+        Console(highlight=False, no_color=no_color),
+        Console(stderr=True, highlight=False, no_color=no_color),
+    )
 
 
 @click.command(name="check")
@@ -58,6 +88,7 @@ def _parse_only(values: tuple[str, ...]) -> list[str]:
 @click.option(
     "--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML."
 )
+@report_options("coverage, counterexamples as timelines")
 @click.option("--list", "list_parts", is_flag=True, help="List the parts and exit.")
 def command(
     only: tuple[str, ...],
@@ -65,6 +96,8 @@ def command(
     seed: int,
     examples: int,
     junit: Path | None,
+    html: Path | None,
+    summary_md: Path | None,
     list_parts: bool,
 ) -> None:
     """The CI gate: proofs, bounded exploration, mutants, stateful refinement,
@@ -82,35 +115,112 @@ def command(
             "--backend postgres needs FENCEPOST_DATABASE_URL "
             "(for example postgresql://postgres@127.0.0.1:5432/test)"
         )
+    check_output(junit, "--junit")
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     options = GateOptions(backend=backend, refinement_examples=examples, seed=seed)
-    out = Console()
-    err = Console(stderr=True)
+    out, err = consoles()
+    title = f"fencepost check (backend {backend})"
     run = GateRun()
-    for name in names:
-        part = PARTS[name]
-        with err.status(f"[bold]{name}[/]: {part.description} ...", spinner="dots"):
-            result = run_part(part, options)
-        run.results.append(result)
-        mark = "[green]pass[/]" if result.ok else "[bold red]FAIL[/]"
-        err.print(f"{mark} {name} ({result.seconds:.1f} s): {result.summary}", highlight=False)
+    live = _live_table if out.is_terminal else _plain_table
+    with live(out, err, title, run) as started:
+        for name in names:
+            started(name)
+            run.results.append(run_part(PARTS[name], options))
+    for r in run.results:
+        if not r.ok and r.details:
+            if out.is_terminal:
+                out.rule(f"[bold red]{r.name}[/]")
+            else:
+                click.echo(f"\n== {r.name}: details")
+            for detail in r.details:
+                out.print(detail, markup=False, soft_wrap=True)
+    if junit is not None:
+        write_output(junit, junit_xml(run.results))
+    if wants_report(html, summary_md):
+        from fencepost.views.check import check_report
 
-    table = Table(title=f"fencepost check (backend {backend})")
+        chosen = ["--only", ",".join(names)] if only else []
+        shown = shlex.join(["fencepost", "check", "--backend", backend, *chosen])
+        write_outputs(check_report(run, backend, shown), html, summary_md)
+    verdict = "every part passed" if run.ok else "the gate FAILED"
+    out.print(f"[bold]{verdict}[/]" if out.is_terminal else verdict)
+    if not run.ok:
+        raise SystemExit(1)
+
+
+def _verdict(result: PartResult, styled: bool) -> str:
+    if not styled:
+        return "pass" if result.ok else "FAIL"
+    return "[green]pass[/]" if result.ok else "[bold red]FAIL[/]"
+
+
+def _rich_table(title: str, results: list[PartResult], running: str | None) -> Table:
+    table = Table(title=title)
     table.add_column("part", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("seconds", justify="right", no_wrap=True)
     table.add_column("summary", overflow="fold")
-    for r in run.results:
-        verdict = "[green]pass[/]" if r.ok else "[bold red]FAIL[/]"
-        table.add_row(r.name, verdict, f"{r.seconds:.1f}", r.summary)
-    out.print(table)
-    for r in run.results:
-        if not r.ok and r.details:
-            out.rule(f"[bold red]{r.name}[/]")
-            for detail in r.details:
-                out.print(detail, highlight=False, markup=False)
-    if junit is not None:
-        junit.write_text(junit_xml(run.results), encoding="utf-8")
-    verdict = "every part passed" if run.ok else "the gate FAILED"
-    out.print(f"[bold]{verdict}[/]", highlight=False)
-    if not run.ok:
-        raise SystemExit(1)
+    for r in results:
+        table.add_row(r.name, _verdict(r, True), f"{r.seconds:.1f}", r.summary)
+    if running is not None:
+        table.add_row(running, Spinner("dots"), "", f"{PARTS[running].description} ...")
+    return table
+
+
+@contextmanager
+def _live_table(
+    out: Console, err: Console, title: str, run: GateRun
+) -> Iterator[Callable[[str], None]]:
+    """On a terminal: the table, live, one row per finished part and a spinner on the next."""
+    with Live(_rich_table(title, run.results, None), console=out, refresh_per_second=8) as live:
+
+        def started(name: str) -> None:
+            live.update(_rich_table(title, run.results, name), refresh=True)
+
+        try:
+            yield started
+        finally:
+            live.update(Group(_rich_table(title, run.results, None)), refresh=True)
+
+
+#: Column widths of the plain table (the summary column is never cut or wrapped).
+_PLAIN = "{:<12} {:<7} {:>8}  {}"
+
+
+@contextmanager
+def _plain_table(
+    out: Console, err: Console, title: str, run: GateRun
+) -> Iterator[Callable[[str], None]]:
+    """In a log: the table as plain text, a row as each part finishes (no bar, no colour).
+
+    When stderr is a terminal (stdout redirected) a transient spinner there says
+    which part runs; it leaves nothing behind.
+    """
+    click.echo(title)
+    click.echo(_PLAIN.format("part", "verdict", "seconds", "summary"))
+    shown = 0
+    spinner: list[Status] = []  # the transient spinner on stderr, while a part runs
+
+    def flush() -> None:
+        nonlocal shown
+        for r in run.results[shown:]:
+            click.echo(_PLAIN.format(r.name, _verdict(r, False), f"{r.seconds:.1f}", r.summary))
+        shown = len(run.results)
+
+    def stop() -> None:
+        while spinner:
+            spinner.pop().stop()
+
+    def started(name: str) -> None:
+        stop()
+        flush()
+        if err.is_terminal:
+            spinner.append(err.status(f"{name}: {PARTS[name].description} ...", spinner="dots"))
+            spinner[-1].start()
+
+    try:
+        yield started
+    finally:
+        stop()
+        flush()

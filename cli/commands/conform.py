@@ -19,6 +19,7 @@ import click
 
 from fencepost.harness.protocol import LEVELS
 from fencepost.harness.rules import HarnessError
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -102,6 +103,7 @@ def _levels(value: str) -> frozenset[str]:
     help="Start fresh SUT processes for every run, even if the SUT can reset.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@report_options("each failure drawn as a timeline")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
     levels: str,
@@ -118,6 +120,8 @@ def command(
     fail_fast: bool,
     fresh_processes: bool,
     as_json: bool,
+    html: Path | None,
+    summary_md: Path | None,
     command: tuple[str, ...],
 ) -> None:
     """Test the implementation started by COMMAND against the conformance protocol.
@@ -142,6 +146,8 @@ def command(
             f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}", param_hint="--timeout"
         )
     _check_outputs(junit, report_dir, save)
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     if replay is not None and replay_file is not None:
         raise click.UsageError("--replay and --replay-file exclude each other")
     options = ConformOptions(
@@ -169,6 +175,10 @@ def command(
     finally:
         factory.close()
     _emit(report, shown, as_json, junit, report_dir, save)
+    if wants_report(html, summary_md):
+        from fencepost.views.conform import conform_report
+
+        write_outputs(conform_report(report, shown), html, summary_md)
     sys.exit(0 if report.ok else 1)
 
 
@@ -203,14 +213,9 @@ def _check_outputs(junit: Path | None, report_dir: Path | None, save: Path | Non
     Finding out after a long search that the JUnit file or the regression file
     cannot be written would lose the result.
     """
-    for path, option in ((junit, "--junit"), (save, "--save")):
-        if path is None or path.is_dir():
-            continue
-        parent = path.parent
-        if not parent.is_dir():
-            raise click.BadParameter(
-                f"{path}: the folder {parent} does not exist; create it first", param_hint=option
-            )
+    check_output(junit, "--junit")
+    if save is not None and not save.is_dir():  # a folder keeps every failure
+        check_output(save, "--save")
     if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
         raise click.BadParameter(f"{report_dir} exists and is not a folder", param_hint="--report")
     if report_dir is not None and not report_dir.exists() and not report_dir.parent.is_dir():
@@ -315,13 +320,16 @@ class _Progress:
             TimeElapsedColumn,
         )
 
+        console = Console(stderr=True)
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
+            console=console,
             transient=False,
+            # no bars in logs: a file or a pipe gets the summary on stdout only
+            disable=not console.is_terminal,
         )
         self._tasks: dict[str, TaskID] = {}
 

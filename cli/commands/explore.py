@@ -2,9 +2,18 @@
 
 Each part (ingest, publication, composed) is explored breadth first from its
 default bounds, overridden by the options given. Exit codes: 0 every invariant
-holds in every reachable state; 1 a counterexample was found (or ``--max-states``
-stopped the exploration before the bounds were exhausted, so nothing was
-proved); 2 a usage error (unknown mutant, bad bounds).
+holds in every reachable state; 1 a counterexample was found; 2 a usage error
+(unknown mutant, bad bounds) or a budget ran out before the bounds were
+exhausted (``--max-states``, ``--max-memory``: nothing was proved, and the
+message says which budget to raise or which bounds to narrow).
+
+Every exploration has a budget, so bounds that are each within range but
+together too large end with that message instead of growing until
+``MemoryError``. The defaults were picked from a measured ~0.6-1 KB per
+distinct state (with the graph kept) and 10,000-20,000 states per second on
+one core: 3,000,000 states is about 3 GB and a few minutes. Long explorations
+print a progress line (part, states, depth, states/s, memory) to stderr every
+few seconds, except with ``--json``.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from fencepost.model.explorer import (
     HOLDS,
     VIOLATED,
     Exploration,
+    ExploreProgress,
     ExploreResult,
     counterexample_dot,
     explore_parts,
@@ -30,9 +40,20 @@ from fencepost.model.explorer import (
     render_counterexample,
 )
 from fencepost.model.mutants import MUTANTS
+from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: Above this many states in total, --dot refuses to draw the whole graph.
 DOT_GRAPH_LIMIT = 3000
+
+#: The default budgets (see the module docstring for how they were chosen).
+DEFAULT_MAX_STATES = 3_000_000
+DEFAULT_MAX_MEMORY_MIB = 4096
+
+#: Seconds between two progress lines on stderr.
+PROGRESS_SECONDS = 2.0
+
+#: Exit status when a budget ran out: the bounds asked for more than the budget allows.
+EXIT_BUDGET = 2
 
 _BOUNDS = {
     "partitions": "partitions",
@@ -75,6 +96,8 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
             if f.init and f.name not in ("part", "mutant")
         },
     }
+    if result.stopped_by is not None:
+        out["stopped_by"] = result.stopped_by
     if result.violation is not None and result.counterexample is not None:
         v = result.violation
         out["violation"] = {
@@ -202,7 +225,17 @@ def _write_dot(path: Path, exploration: Exploration) -> str:
 @click.option(
     "--max-states",
     type=click.IntRange(min=1),
-    help="Stop after this many distinct states per part (verdict: incomplete).",
+    default=DEFAULT_MAX_STATES,
+    show_default=True,
+    help="Budget: stop after this many distinct states per part (verdict: incomplete, exit 2).",
+)
+@click.option(
+    "--max-memory",
+    type=click.IntRange(min=64),
+    default=DEFAULT_MAX_MEMORY_MIB,
+    show_default=True,
+    metavar="MIB",
+    help="Budget: stop when the process uses this many MiB (verdict: incomplete, exit 2).",
 )
 @click.option("--no-symmetry", is_flag=True, help="Explore without symmetry reduction.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -211,14 +244,18 @@ def _write_dot(path: Path, exploration: Exploration) -> str:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write the counterexample (or, when none, the small reachable graph) as Graphviz DOT.",
 )
+@report_options("a counterexample drawn as a timeline")
 def command(
     part: str,
     mutant: str | None,
     list_mutants: bool,
-    max_states: int | None,
+    max_states: int,
+    max_memory: int,
     no_symmetry: bool,
     as_json: bool,
     dot: Path | None,
+    html: Path | None,
+    summary_md: Path | None,
     **bounds: Any,
 ) -> None:
     """Exhaustively explore the protocol model within bounds.
@@ -226,7 +263,8 @@ def command(
     Prints distinct states, transitions, depth, states per second and the
     verdict per part; on a violation, the shortest counterexample step by step
     and the invariant it breaks. Exit 0: every invariant holds; 1: a
-    counterexample (or an exploration cut short by --max-states); 2: usage error.
+    counterexample; 2: usage error, or a budget (--max-states, --max-memory)
+    ran out before the bounds were exhausted.
     """
     console = Console(highlight=False)
     if list_mutants:
@@ -255,9 +293,26 @@ def command(
             f"unknown mutant {mutant!r}; choose one of {', '.join(MUTANTS)} (see --list-mutants)",
             param_hint="--mutant",
         )
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
     overrides = {_BOUNDS[k]: v for k, v in bounds.items() if v is not None}
     configs = _configs(part, mutant, overrides)
-    exploration = explore_parts(configs, symmetry=not no_symmetry, max_states=max_states)
+    try:
+        exploration = explore_parts(
+            configs,
+            symmetry=not no_symmetry,
+            max_states=max_states,
+            max_memory=max_memory << 20,
+            progress=None if as_json else _progress,
+            progress_every=PROGRESS_SECONDS,
+        )
+    except MemoryError:
+        click.echo(
+            f"fencepost explore: out of memory below the --max-memory budget of {max_memory:,} "
+            "MiB (the machine has less free); narrow the bounds or lower --max-memory",
+            err=True,
+        )
+        raise SystemExit(EXIT_BUDGET) from None
     dot_note = _write_dot(dot, exploration) if dot is not None else None
     if as_json:
         payload = {
@@ -277,12 +332,54 @@ def command(
             if r.verdict == VIOLATED:
                 click.echo(render_counterexample(r))
             elif r.verdict != HOLDS:
-                click.echo(
-                    f"part '{r.part}': stopped at --max-states {max_states:,} before exhausting "
-                    "the bounds; no invariant was broken in the states explored, but nothing "
-                    "is proved"
-                )
+                click.echo(_budget_message(r, max_states, max_memory), err=True)
         if dot_note:
             click.echo(f"wrote the {dot_note} to {dot}")
-    if exploration.verdict != HOLDS:
+    if wants_report(html, summary_md):
+        from fencepost.views.explore import explore_report
+
+        write_outputs(
+            explore_report(exploration, _shown(part, mutant, overrides)), html, summary_md
+        )
+    if exploration.verdict == VIOLATED:
         raise SystemExit(1)
+    if exploration.verdict != HOLDS:
+        raise SystemExit(EXIT_BUDGET)
+
+
+def _shown(part: str, mutant: str | None, overrides: dict[str, Any]) -> str:
+    """The command that explores the same bounds again."""
+    words = ["fencepost", "explore", "--part", part]
+    if mutant:
+        words += ["--mutant", mutant]
+    for name, value in overrides.items():
+        option = next(k for k, v in _BOUNDS.items() if v == name).replace("_", "-")
+        if isinstance(value, bool):
+            off = "--dense" if option == "successor" else f"--no-{option}"
+            words.append(f"--{option}" if value else off)
+        else:
+            words += [f"--{option}", str(value)]
+    return " ".join(words)
+
+
+def _budget_message(result: ExploreResult, max_states: int, max_memory: int) -> str:
+    budget = (
+        f"--max-memory {max_memory:,} MiB"
+        if result.stopped_by == "max_memory"
+        else f"--max-states {max_states:,}"
+    )
+    return (
+        f"part '{result.part}': the budget ran out ({budget}) after {result.states:,} states "
+        f"at depth {result.depth}, before the bounds were exhausted: no invariant was broken "
+        "in the states explored, but nothing is proved. Narrow the bounds (fewer partitions, "
+        "publishers, coordinates, attempts or retries) or raise the budget."
+    )
+
+
+def _progress(now: ExploreProgress) -> None:
+    click.echo(
+        f"explore {now.part}: {now.states:,} states, depth {now.depth}, "
+        f"{now.states_per_second:,.0f} states/s, {now.memory / (1 << 20):,.0f} MiB, "
+        f"{now.seconds:.0f}s",
+        err=True,
+    )

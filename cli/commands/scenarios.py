@@ -22,6 +22,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fencepost.views.output import (
+    check_output,
+    report_options,
+    wants_report,
+    write_output,
+    write_outputs,
+)
+
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
 
@@ -40,6 +48,7 @@ def _targets(choice: str, sut: str | None) -> tuple[str, ...]:
 
 
 def _junit(results: list[object]) -> str:
+    from fencepost.harness.report import xml_text
     from fencepost.scenarios.outcome import TargetResult
 
     suite = ElementTree.Element("testsuite", name="fencepost scenarios")
@@ -57,14 +66,15 @@ def _junit(results: list[object]) -> str:
         total += r.seconds
         if r.status == "fail":
             failures += 1
-            node = ElementTree.SubElement(case, "failure", message=r.detail)
-            node.text = "\n".join(r.narrative)
+            # A SUT's words are untrusted: only characters XML can carry.
+            node = ElementTree.SubElement(case, "failure", message=xml_text(r.detail))
+            node.text = xml_text("\n".join(r.narrative))
         elif r.status == "error":
             errors += 1
-            ElementTree.SubElement(case, "error", message=r.detail)
+            ElementTree.SubElement(case, "error", message=xml_text(r.detail))
         elif r.status == "skip":
             skipped += 1
-            ElementTree.SubElement(case, "skipped", message=r.detail)
+            ElementTree.SubElement(case, "skipped", message=xml_text(r.detail))
     suite.set("tests", str(len(results)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
@@ -110,6 +120,7 @@ def _junit(results: list[object]) -> str:
 @click.option(
     "-v", "--verbose", is_flag=True, help="Show every scenario's steps, not only failures'."
 )
+@report_options("each failing scenario drawn as a timeline")
 def command(
     paths: tuple[Path, ...],
     target: str,
@@ -121,13 +132,17 @@ def command(
     list_only: bool,
     format_help: bool,
     verbose: bool,
+    html: Path | None,
+    summary_md: Path | None,
 ) -> None:
     """Run scenario files (default: the shipped library) on the model, the
     implementation or a SUT.
 
     Exit 0 when none failed, 1 when any failed, 2 on usage or validation errors.
     """
-    from fencepost.scenarios.format import FORMAT_HELP
+    from fencepost.scenarios.format import (
+        FORMAT_HELP,
+    )
     from fencepost.scenarios.library import RunOptions, load, run_all
 
     if format_help:
@@ -143,6 +158,9 @@ def command(
             ) from None
         if not sut_argv:
             raise click.BadParameter("the SUT command is empty", param_hint="--sut")
+    check_output(html, "--html")
+    check_output(summary_md, "--summary-md")
+    check_output(junit, "--junit")
     library = load(paths)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if library.errors:
@@ -160,7 +178,7 @@ def command(
     results = run_all(library.scenarios, options)
     failed = [r for r in results if not r.ok]
     if junit is not None:
-        junit.write_text(_junit(list(results)), encoding="utf-8")
+        write_output(junit, _junit(list(results)))
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(
@@ -193,5 +211,10 @@ def command(
             f"{len(library.scenarios)} scenarios, {len(results)} runs: "
             + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         )
+    if wants_report(html, summary_md):
+        from fencepost.views.scenarios import scenarios_report
+
+        shown = shlex.join(["fencepost", "scenarios", *map(str, paths), "--target", target])
+        write_outputs(scenarios_report(results, len(library.scenarios), shown), html, summary_md)
     if failed:
         raise SystemExit(1)

@@ -26,8 +26,8 @@ def command(mutant: str | None, list_mutants: bool) -> None:
 
     Usage: fencepost conform -- fencepost sut
     """
-    from fencepost.mutants.sut_catalog import CATALOG
-    from fencepost.sut.adapter import CORRECT, serve_stdio
+    from fencepost.mutants import CATALOG, CORRECT
+    from fencepost.sut.adapter import serve_stdio
 
     if list_mutants:
         for name, entry in sorted(CATALOG.items()):
@@ -41,5 +41,5 @@ def command(mutant: str | None, list_mutants: bool) -> None:
                 f"unknown mutant {mutant!r}; known: {', '.join(sorted(CATALOG))}",
                 param_hint="--mutant",
             )
-        variant = CATALOG[mutant].variant
+        variant = CATALOG[mutant]
     sys.exit(serve_stdio(variant))

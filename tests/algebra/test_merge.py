@@ -132,4 +132,4 @@ def test_bad_values_are_refused_not_withheld() -> None:
     with pytest.raises(InvalidValue, match="names an order not in"):
         Membership(1, "q", {"A": "nope"}, {"offsets": OFFSETS})
     with pytest.raises(InvalidValue, match=r"checkpoint\.generation"):
-        Checkpoint("A", Cut.through(1), None, True, "q", 1)  # type: ignore[arg-type]
+        Checkpoint("A", Cut.through(1), None, True, "q", 1)

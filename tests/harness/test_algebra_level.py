@@ -17,10 +17,15 @@ from fencepost.harness.algebra import (
 )
 from fencepost.harness.protocol import CompareOk, MergeOk
 from fencepost.harness.rules import Rule
+from fencepost.impl.cuts import Cut as ImplCut
+from fencepost.impl.merge import Withheld
+from fencepost.impl.merge import merge as impl_merge
 from fencepost.impl.records import Checkpoint as ImplCheckpoint
 from fencepost.impl.records import Membership as ImplMembership
 from fencepost.judge.values import Checkpoint, Cut, Finality, Membership
-from fencepost.sut.adapter import CORRECT, InProcessSut, Misreading, Variant
+from fencepost.mutants import CORRECT, Variant
+from fencepost.mutants.decisions import epoch_blind
+from fencepost.sut.adapter import InProcessSut
 
 
 def merge_case(order_name: str, *cuts: Cut) -> MergeCase:
@@ -73,20 +78,13 @@ def test_random_batches_are_reproducible() -> None:
     assert random_cases(5) != random_cases(6)
 
 
-class ScopeFirst(Misreading):
+def scope_first(
+    membership: ImplMembership, checkpoints: Sequence[ImplCheckpoint]
+) -> ImplCut | Withheld:
     """A merge that ignores epochs when some scope is also wrong (for the test below)."""
-
-    def checkpoints(
-        self, membership: ImplMembership, checkpoints: Sequence[ImplCheckpoint]
-    ) -> tuple[ImplCheckpoint, ...]:
-        if any(c.scope != membership.scope for c in checkpoints):
-            return tuple(
-                ImplCheckpoint(
-                    c.partition, c.cut, c.token, c.generation, c.scope, membership.epoch, c.finality
-                )
-                for c in checkpoints
-            )
-        return tuple(checkpoints)
+    if any(c.scope != membership.scope for c in checkpoints):
+        return epoch_blind(membership, checkpoints)
+    return impl_merge(membership, checkpoints)
 
 
 def test_a_failing_merge_case_shrinks_to_the_members_that_matter() -> None:
@@ -101,7 +99,7 @@ def test_a_failing_merge_case_shrinks_to_the_members_that_matter() -> None:
             Checkpoint("D", Cut.through(5), None, 1, "q1", 2, Finality.FINAL),
         ),
     )
-    factory = InProcessSut(Variant(misreading=ScopeFirst()))
+    factory = InProcessSut(Variant(merge=scope_first))
     first = run_algebra(factory, [case])
     assert first.violations and first.violations[0].rule is Rule.ALGEBRA_MERGE
     smaller, result, runs = shrink_case(factory, case, Rule.ALGEBRA_MERGE)

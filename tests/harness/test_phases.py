@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -17,12 +18,14 @@ from click.testing import CliRunner
 from fencepost.cli import main
 from fencepost.harness.conformance import ConformOptions, conform
 from fencepost.harness.coverage import Situation
-from fencepost.harness.protocol import LineIO
 from fencepost.harness.report import render_summary, report_json
 from fencepost.harness.rules import Rule
 from fencepost.harness.transport import Channel, ThreadChannel
-from fencepost.mutants.sut_catalog import CATALOG
-from fencepost.sut.adapter import CORRECT, SutSession, Variant
+from fencepost.inputs.jsonlines import (
+    LineIO,
+)
+from fencepost.mutants import CATALOG, CORRECT, Variant
+from fencepost.sut.adapter import SutSession
 
 Filter = Callable[[str], str | None]
 
@@ -131,7 +134,7 @@ def test_without_a_declared_range_integers_of_any_size_are_sent() -> None:
 
 
 def test_processes_are_reused_after_reset_and_failures_replayed_fresh() -> None:
-    sut = FilteredSut(lambda line: line, CATALOG["stale-cut-retry"].variant)
+    sut = FilteredSut(lambda line: line, CATALOG["stale-cut-retry"])
     report = conform(sut, ConformOptions(levels=frozenset({"publisher"}), schedules=0))
     assert report.reused > 0 and report.processes < report.runs
     assert report.failures and all(f.violation.rule is not Rule.RESET for f in report.failures)
@@ -157,7 +160,7 @@ def test_a_sut_that_refuses_reset_is_reported() -> None:
 
 
 def test_every_phase_runs_after_a_failure_and_fail_fast_stops() -> None:
-    sut = FilteredSut(lambda line: line, CATALOG["compare-swap"].variant)
+    sut = FilteredSut(lambda line: line, CATALOG["compare-swap"])
     every = conform(sut, ConformOptions(schedules=2))
     failed = [p.name for p in every.phases if p.failed]
     assert "algebra exhaustive" in failed
@@ -193,7 +196,7 @@ def test_a_harness_bug_is_an_internal_error_not_a_verdict(
 
     monkeypatch.setattr(conformance, "run_case", broken)
     result = CliRunner().invoke(
-        main, ["conform", "--levels", "algebra", "--", "python", "-m", "fencepost", "sut"]
+        main, ["conform", "--levels", "algebra", "--", sys.executable, "-m", "fencepost", "sut"]
     )
     assert result.exit_code == 3, result.output
     assert "INTERNAL ERROR" in result.output and "not a verdict" in result.output

@@ -7,19 +7,21 @@ import json
 import pytest
 
 from fencepost.harness.protocol import (
-    MAX_LINE_BYTES,
     Call,
     CompareOk,
     ErrorReply,
     HelloOk,
     IngestOk,
     MergeOk,
-    MessageError,
     PublishOk,
     WriteCheckpoint,
     WritePublication,
-    decode_line,
     parse_sut_message,
+)
+from fencepost.inputs.jsonlines import (
+    MAX_LINE_BYTES,
+    MessageError,
+    decode_line,
 )
 from fencepost.judge.values import Cut, Order
 

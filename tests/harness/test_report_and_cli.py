@@ -23,7 +23,7 @@ from fencepost.harness.report import (
     write_report_dir,
 )
 from fencepost.harness.rules import Rule
-from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.mutants import CATALOG
 from fencepost.sut.adapter import InProcessSut
 
 PUBLISHER = ConformOptions(levels=frozenset({"publisher"}), schedules=0)
@@ -32,7 +32,7 @@ PUBLISHER = ConformOptions(levels=frozenset({"publisher"}), schedules=0)
 def _failing_report(
     name: str = "stale-cut-retry", options: ConformOptions = PUBLISHER
 ) -> ConformReport:
-    return conform(InProcessSut(CATALOG[name].variant), options)
+    return conform(InProcessSut(CATALOG[name]), options)
 
 
 def test_a_failure_renders_rule_schedule_transcript_and_seed() -> None:
@@ -50,7 +50,7 @@ def test_regression_files_round_trip_and_replay(tmp_path: Path) -> None:
     assert saved.name.endswith("-bad.jsonl") and saved.name.startswith("monotone_publication-")
     regression = load_regression(saved)
     assert regression.actions == failure.actions and regression.rule == "monotone_publication"
-    bad = replay_regression(InProcessSut(CATALOG["stale-cut-retry"].variant), regression, timeout=5)
+    bad = replay_regression(InProcessSut(CATALOG["stale-cut-retry"]), regression, timeout=5)
     assert isinstance(bad, Replayed) and bad.result.first is not None
     assert bad.result.first.rule is Rule.MONOTONE_PUBLICATION
     good = replay_regression(InProcessSut(), regression, timeout=5)
@@ -65,7 +65,7 @@ def test_algebra_regressions_store_the_case(tmp_path: Path) -> None:
     regression = load_regression(path)
     assert regression.case == failure.case and regression.setup is None
     assert replay_regression(InProcessSut(), regression, timeout=5) is None
-    again = replay_regression(InProcessSut(CATALOG["compare-swap"].variant), regression, timeout=5)
+    again = replay_regression(InProcessSut(CATALOG["compare-swap"]), regression, timeout=5)
     assert again is not None and not isinstance(again, Replayed)
 
 

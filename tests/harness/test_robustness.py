@@ -8,7 +8,9 @@ of its process group survives, grandchildren included.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import textwrap
 import time
@@ -17,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from fencepost.harness.conformance import handshake
+from fencepost.harness.probes import run_probes
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Publish
-from fencepost.harness.transport import SubprocessSut
+from fencepost.harness.transport import ISOLATION_VARIABLE, SubprocessSut, isolation_prefix
 from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
 from fencepost.judge.values import Order
 
@@ -59,6 +62,16 @@ def next_read(msg, done):
               "epoch": 1}})
     else:
         done()
+
+
+def sleeper(marker, env=None, **options):
+    # Writes its pid as the host sees it (/proc is the host's), then becomes `sleep 100`;
+    # returns once the pid is written, so the test always finds it.
+    code = ("import os, sys; open(sys.argv[1] + '.tmp', 'w').write(os.readlink('/proc/self')); "
+            "os.rename(sys.argv[1] + '.tmp', sys.argv[1]); os.execvp('sleep', ['sleep', '100'])")
+    subprocess.Popen([sys.executable, "-c", code, marker], env=env, **options)
+    while not os.path.exists(marker):
+        time.sleep(0.01)
 
 
 def withheld(request_id=None):
@@ -173,10 +186,7 @@ def test_hang_hits_the_per_call_time_limit(tmp_path: Path) -> None:
 
 def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
     marker = tmp_path / "grandchild.pid"
-    spawn = (
-        f'child = subprocess.Popen(["sleep", "100"]); '
-        f'open({str(marker)!r}, "w").write(str(child.pid)); time.sleep(60)'
-    )
+    spawn = f"sleeper({str(marker)!r}); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
     grandchild = int(marker.read_text())
@@ -189,10 +199,7 @@ def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
 def test_a_grandchild_in_a_session_of_its_own_is_killed_too(tmp_path: Path) -> None:
     """setsid leaves the SUT's process group; the inherited token still finds it."""
     marker = tmp_path / "daemon.pid"
-    spawn = (
-        f'child = subprocess.Popen(["sleep", "100"], start_new_session=True); '
-        f'open({str(marker)!r}, "w").write(str(child.pid)); time.sleep(60)'
-    )
+    spawn = f"sleeper({str(marker)!r}, start_new_session=True); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
     daemon = int(marker.read_text())
@@ -368,3 +375,54 @@ def test_a_lone_surrogate_from_a_sut_is_a_schema_failure_not_a_crash(tmp_path: P
     rule, message = run(fake(tmp_path, publish=read))
     assert rule is Rule.MESSAGE_SCHEMA
     assert "lone surrogate" in message
+
+
+@pytest.mark.parametrize("isolation", ["namespace", "none"])
+def test_a_daemon_that_left_the_session_and_cleared_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """setsid plus an empty environment escapes the group and the token; only the PID
+    namespace catches it. Teeth: without the namespace it survives (and the test kills it)."""
+    if isolation == "none":
+        monkeypatch.setenv(ISOLATION_VARIABLE, "none")
+    else:
+        assert isolation_prefix(), "unshare --pid must work here (root or user namespaces)"
+    marker = tmp_path / "daemon.pid"
+    spawn = f"sleeper({str(marker)!r}, env={{}}, start_new_session=True); time.sleep(60)"
+    rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
+    assert rule is Rule.SUT_HANG
+    daemon = int(marker.read_text())
+    deadline = time.monotonic() + 2
+    while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if isolation == "none":
+        survived = _state(daemon) not in (None, "Z", "X")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+        assert survived, "without a namespace nothing finds it (what docs/robustness.md says)"
+    else:
+        assert _state(daemon) in (None, "Z", "X"), "a daemon outlived its PID namespace"
+
+
+HELLO_OK = {"type": "hello_ok", "protocol": 1, "name": "fake", "levels": ["publisher"]}
+EXTRA = {
+    "unsolicited": 'send_together(HELLO_OK, {"type": "compare_ok", "id": 5, "result": 0})',
+    "blank": 'sys.stdout.write(json.dumps(HELLO_OK) + "\\n\\n"); sys.stdout.flush()',
+    "late": 'send(HELLO_OK); time.sleep(0.2); send({"type": "compare_ok", "id": 5, "result": 0})',
+}
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRA))
+def test_a_line_right_after_hello_ok_is_call_pairing_not_error_handling(
+    tmp_path: Path, extra: str
+) -> None:
+    hello = f"HELLO_OK = {HELLO_OK!r}; {EXTRA[extra]}"
+    # In the error-handling probes (the first exchange after the handshake) ...
+    factory = fake(tmp_path, hello=hello, reply="pass")
+    probes = run_probes(factory, frozenset({"publisher"}), timeout=2.0)
+    assert_nothing_left(factory)
+    assert probes.violations and probes.violations[0].rule is Rule.CALL_PAIRING, probes
+    assert "unsolicited" in probes.violations[0].message or "blank" in probes.violations[0].message
+    # ... and in a world's run, before the first request.
+    rule, message = run(fake(tmp_path, hello=hello))
+    assert rule is Rule.CALL_PAIRING, message

@@ -20,7 +20,8 @@ from fencepost.harness import (
 from fencepost.harness.bases import BASES
 from fencepost.harness.schedule import Action
 from fencepost.judge.values import Cut, Order
-from fencepost.sut.adapter import InProcessSut, Variant
+from fencepost.mutants import Variant
+from fencepost.sut.adapter import InProcessSut
 
 OFFSETS = Order.integer("offsets", True)
 
@@ -54,7 +55,7 @@ def _publisher_base() -> tuple[WorldSetup, tuple[Action, ...]]:
 
 
 def test_the_reasoned_example_publishes_before_100_then_through_100() -> None:
-    schedule = [
+    schedule: list[Action] = [
         Advance("A"),  # A through 99
         Advance("A"),  # A before 100: one of the two events at 100 enumerated
         Advance("B"),  # B through 100
@@ -81,7 +82,7 @@ def test_runs_are_deterministic() -> None:
 
 
 def test_impossible_steps_are_skipped_and_calls_are_drained() -> None:
-    schedule = [
+    schedule: list[Action] = [
         Answer("w1"),  # nothing pending: skipped
         Finalize("A"),  # everything is final already: skipped
         Publish("nobody"),  # no such worker: skipped
@@ -99,7 +100,7 @@ def test_impossible_steps_are_skipped_and_calls_are_drained() -> None:
 
 
 def test_lost_response_applied_is_confirmed_by_a_read() -> None:
-    schedule = [Advance("A"), Advance("B"), Publish("w1")]
+    schedule: list[Action] = [Advance("A"), Advance("B"), Publish("w1")]
     schedule += [Answer("w1")] * 3 + [Answer("w1", "applied_lost")]
     result = run_schedule(InProcessSut(), EXAMPLE, schedule)
     assert result.ok, result.violations
@@ -107,7 +108,12 @@ def test_lost_response_applied_is_confirmed_by_a_read() -> None:
 
 
 def test_misconfigured_checkpoints_are_withheld_in_the_documented_order() -> None:
-    schedule = [Advance("A"), Advance("B"), Inject("A", "provisional"), Inject("B", "wrong_scope")]
+    schedule: list[Action] = [
+        Advance("A"),
+        Advance("B"),
+        Inject("A", "provisional"),
+        Inject("B", "wrong_scope"),
+    ]
     schedule += [Publish("w1")]
     result = run_schedule(InProcessSut(), EXAMPLE, schedule)
     assert result.ok
@@ -125,7 +131,10 @@ def test_a_composed_world_with_readers_and_a_reshard() -> None:
         publishers=("w1",),
         readers=("r1",),
     )
-    schedule = [Ingest("r1", "A"), *answers("r1", 5)]  # read, fetch, record, write: through 2
+    schedule: list[Action] = [
+        Ingest("r1", "A"),
+        *answers("r1", 5),
+    ]  # read, fetch, record, write: through 2
     schedule += [Publish("w1"), *answers("w1", 4)]  # published (1, through 2)
     schedule += [Reshard(), Publish("w1"), *answers("w1", 3)]  # epoch 2: A has no checkpoint
     schedule += [Ingest("r1", "A"), *answers("r1", 6)]  # m at 1 and a1 at 2: through 2

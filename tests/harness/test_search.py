@@ -16,7 +16,7 @@ from fencepost.harness.schedule import Action
 from fencepost.harness.seeds import FAMILIES, ExhaustiveCase, family_of, seed_for
 from fencepost.harness.shrink import shrink
 from fencepost.harness.world import WorldSetup
-from fencepost.mutants.sut_catalog import CATALOG
+from fencepost.mutants import CATALOG
 from fencepost.sut.adapter import InProcessSut
 
 
@@ -75,7 +75,7 @@ def test_the_exhaustive_search_covers_every_single_insertion() -> None:
 
 
 def test_shrinking_keeps_the_rule_and_cuts_the_schedule() -> None:
-    factory = InProcessSut(CATALOG["stale-cut-retry"].variant)
+    factory = InProcessSut(CATALOG["stale-cut-retry"])
     result = run_schedule(factory, *_publisher_base())
     assert result.first is not None and result.first.rule is Rule.MONOTONE_PUBLICATION
     shrunk = shrink(
@@ -92,7 +92,7 @@ def test_shrinking_keeps_the_rule_and_cuts_the_schedule() -> None:
 
 
 def test_a_reported_seed_replays_the_same_failure() -> None:
-    factory = InProcessSut(CATALOG["blind-success"].variant)
+    factory = InProcessSut(CATALOG["blind-success"])
     report = conform(factory, ConformOptions(levels=frozenset({"publisher"}), schedules=0))
     failure = report.failures[0]
     assert failure.seed is not None

@@ -48,11 +48,13 @@ def advance(
     *,
     scope: str = "q1",
     finality: Finality = Finality.FINAL,
-) -> None:
+) -> Checkpoint:
+    """Store ``cut`` for ``partition`` on top of what is stored; returns the checkpoint written."""
     current = store.read_checkpoint("s", epoch, partition)
     expected = None if current is None else current.generation
     checkpoint = Checkpoint(partition, cut, "tok", (expected or 0) + 1, scope, epoch, finality)
     store.write_checkpoint("s", expected, checkpoint)
+    return checkpoint
 
 
 def stream(*partitions: str, order: Order = OFFSETS) -> MemoryStore:
@@ -65,7 +67,7 @@ def attempt(
     store: Any, policy: Policy = Policy.MONOTONE, worker: str = "w", **kwargs: Any
 ) -> tuple[PublishResult, RecordingStore]:
     recording = RecordingStore(store)
-    result = Publisher(recording, "s", worker, policy, **kwargs).attempt()  # type: ignore[arg-type]
+    result = Publisher(recording, "s", worker, policy, **kwargs).attempt()
     check_attempt(recording.calls, result, policy)
     return result, recording
 
@@ -523,7 +525,7 @@ def test_check_attempt_catches_a_publisher_reusing_a_stale_cut() -> None:
         advance(store, "B", Cut.through(30))
 
     recording = RecordingStore(BeforeWrite(store, rival))
-    result = StaleCutPublisher(recording, "s", "w").attempt()  # type: ignore[arg-type]
+    result = StaleCutPublisher(recording, "s", "w").attempt()
     with pytest.raises(AssertionError, match="stale or invented cut"):
         check_attempt(recording.calls, result)
 
@@ -531,7 +533,7 @@ def test_check_attempt_catches_a_publisher_reusing_a_stale_cut() -> None:
 def test_check_attempt_catches_a_publisher_taking_a_lost_response_as_success() -> None:
     store = _lost_setup()
     recording = RecordingStore(LoseFirstWrite(store, False, lambda: None))
-    result = OptimisticPublisher(recording, "s", "w").attempt()  # type: ignore[arg-type]
+    result = OptimisticPublisher(recording, "s", "w").attempt()
     assert result.outcome is Outcome.CONFIRMED  # the lie
     with pytest.raises(AssertionError, match="behind"):
         check_attempt(recording.calls, result)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -13,9 +13,9 @@ from fencepost.impl.errors import InvalidValue
 from fencepost.impl.faults import FaultKind, FaultyStore
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.provider import Claim, Event, Page, ProviderTimeout
+from fencepost.impl.provider import Claim, Event, Page, Provider, ProviderTimeout
 from fencepost.impl.reader import PartitionReader
-from fencepost.impl.records import Checkpoint, Membership
+from fencepost.impl.records import Checkpoint, Finality, Membership
 from fencepost.impl.simulated import SimulatedSource
 from fencepost.impl.stores import CheckpointWrite, IndefiniteStoreError
 
@@ -27,7 +27,7 @@ class Script:
     """A provider serving fixed pages by token; remembers the tokens asked for."""
 
     def __init__(
-        self, pages: dict[str | None, Page], before: Callable[[str | None], None] | None = None
+        self, pages: Mapping[Any, Page], before: Callable[[str | None], None] | None = None
     ) -> None:
         self.pages = pages
         self.asked: list[str | None] = []
@@ -238,7 +238,7 @@ def test_outcomes_that_stay_unrecorded_stop_the_pass_before_certifying() -> None
 
 
 class Flaky(Script):
-    def __init__(self, pages: dict[str | None, Page], failures: int) -> None:
+    def __init__(self, pages: Mapping[Any, Page], failures: int) -> None:
         super().__init__(pages)
         self.failures = failures
 
@@ -298,7 +298,7 @@ class TrustsNonFinalClaims(PartitionReader):
 
     def run_pass(self, max_pages: int | None = None) -> Cut:
         class Finalising:
-            def __init__(self, inner: Any) -> None:
+            def __init__(self, inner: Provider) -> None:
                 self.inner = inner
 
             def fetch_page(self, partition: str, token: str | None) -> Page:
@@ -359,3 +359,43 @@ def test_final_state_is_stable_no_writes_once_caught_up() -> None:
     r.run_pass()
     r.run_pass()
     assert len(spy.writes) == count
+
+
+@pytest.mark.parametrize(
+    "misconfigured",
+    [
+        Checkpoint("A", Cut.through(100), "elsewhere", 1, "other-query", 1),  # another scope
+        Checkpoint("A", Cut.through(100), "guess", 1, "q1", 1, Finality.PROVISIONAL),
+    ],
+    ids=["wrong-scope", "provisional"],
+)
+def test_a_misconfigured_checkpoint_in_its_key_is_neither_coverage_nor_a_resume_position(
+    misconfigured: Checkpoint,
+) -> None:
+    """docs/semantics.md section 8: the pass starts from the beginning (token None), never
+    counts the stored cut as certified, and its first write replaces the misconfiguration,
+    conditional on its generation."""
+    store = new_store()
+    assert store.write_checkpoint("s", None, misconfigured).checkpoint == misconfigured
+    pages = {None: page([("e1", 1), ("e2", 2)], None, final(Cut.through(2)))}
+    provider = Script(pages)
+    cut = reader(store, provider).run_pass()
+    assert provider.asked == [None], "it resumed from a token that is not its own"
+    assert cut == Cut.through(2)
+    now = stored(store)
+    assert now is not None and now.cut == Cut.through(2) and now.generation == 2
+    assert now.scope == "q1" and now.epoch == 1 and now.finality is Finality.FINAL
+    assert set(store.outcomes("s", ["e1", "e2"])) == {"e1", "e2"}
+
+
+def test_a_conflict_with_a_misconfigured_checkpoint_is_not_taken_as_a_newer_claim() -> None:
+    """A write that loses to a checkpoint of another scope writes again on top of it."""
+    store = new_store()
+    pages = {None: page([("e1", 1)], None, final(Cut.through(1)))}
+
+    def plant(token: str | None) -> None:
+        store.write_checkpoint("s", None, Checkpoint("A", Cut.through(50), "x", 1, "other", 1))
+
+    assert reader(store, Script(pages, before=plant)).run_pass() == Cut.through(1)
+    now = stored(store)
+    assert now is not None and now.scope == "q1" and now.cut == Cut.through(1)

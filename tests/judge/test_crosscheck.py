@@ -28,7 +28,7 @@ from fencepost.judge import values as jv
 from fencepost.model import cuts as model_cuts
 from fencepost.properties.proofs import CutValue, OrderKind, decide_cut_order
 
-ORDERS = {
+ORDERS: dict[str, tuple[jv.Order, impl_orders.Order]] = {
     "offsets": (jv.Order.integer("offsets", True), impl_orders.IntegerOrder("offsets", True)),
     "millis": (jv.Order.integer("millis", False), impl_orders.IntegerOrder("millis", False)),
     "keys": (jv.Order.string("keys"), impl_orders.StringOrder("keys")),
@@ -39,7 +39,9 @@ Z3_KIND = {
     "keys": OrderKind.STRING,
 }
 
-INTS = st.one_of(st.integers(-3, 8), st.sampled_from([10**40, 10**40 + 1, -(10**40)]))
+INTS: st.SearchStrategy[int] = st.one_of(
+    st.integers(-3, 8), st.sampled_from([10**40, 10**40 + 1, -(10**40)])
+)
 STRINGS = st.one_of(
     st.sampled_from(["", "a", "a\x00", "ab", "b", "\uffee", "\U0001f600", "\U0001f600\x00"]),
     st.text(alphabet="ab\x00\uffee\U0001f600", max_size=3),
@@ -49,7 +51,7 @@ STRINGS = st.one_of(
 @st.composite
 def cut_pairs(draw: st.DrawFn) -> tuple[str, jv.Cut, jv.Cut]:
     name = draw(st.sampled_from(sorted(ORDERS)))
-    pool = STRINGS if name == "keys" else INTS
+    pool: st.SearchStrategy[int | str] = STRINGS if name == "keys" else INTS
 
     def one(near: jv.Cut | None) -> jv.Cut:
         if draw(st.integers(0, 9)) == 0:
@@ -162,12 +164,13 @@ def merge_cases(
         partitions[members[-1]] = other.name
     membership = jv.Membership(2, "q1", partitions, {order.name: order, other.name: other})
     checkpoints = []
-    pool = STRINGS if name == "keys" else INTS
+    pool: st.SearchStrategy[int | str] = STRINGS if name == "keys" else INTS
     for m in members:
         if draw(st.integers(0, 8)) == 0:
             continue
         o = membership.order_of(m)
-        at = draw(STRINGS if o.kind == "string" else INTS) if o is not order else draw(pool)
+        mine: st.SearchStrategy[int | str] = STRINGS if o.kind == "string" else INTS
+        at = draw(mine) if o is not order else draw(pool)
         kind = draw(st.sampled_from(["before", "through", "nothing"]))
         cut = jv.NOTHING if kind == "nothing" else jv.Cut(jv.Endpoint(kind), at)
         checkpoints.append(
@@ -221,6 +224,61 @@ def test_the_judge_merges_as_the_implementation_does(
         assert (judged.endpoint.value, judged.at) == (implemented.endpoint.value, implemented.at)
 
 
+@given(
+    successor=st.booleans(),
+    cuts=st.lists(st.tuples(st.integers(1, 7), st.booleans()), min_size=1, max_size=5),
+)
+@example(successor=False, cuts=[(5, True), (5, False)])
+@example(successor=True, cuts=[(4, True), (5, False)])
+def test_the_judge_merges_as_the_model_does(successor: bool, cuts: list[tuple[int, bool]]) -> None:
+    """The model's own minimum (its tie rule included) and the judge's merge of a valid
+    vector (every member final, in scope and epoch) publish the same cut."""
+    order = jv.Order.integer("o", successor)
+    names = [f"P{i}" for i in range(len(cuts))]
+    membership = jv.Membership(1, "q", {n: "o" for n in names}, {"o": order})
+    vector = tuple(
+        jv.Checkpoint(n, jv.Cut.through(at) if through else jv.Cut.before(at), None, 1, "q", 1)
+        for n, (at, through) in zip(names, cuts, strict=True)
+    )
+    judged = judge_merge.merge(membership, vector)
+    modelled = model_cuts.minimum(
+        [model_cuts.through(at) if through else model_cuts.before(at) for at, through in cuts],
+        successor,
+    )
+    assert isinstance(judged, jv.Cut), judged
+    shown = (judged.endpoint is jv.Endpoint.THROUGH, judged.at)
+    assert shown == (modelled.kind == model_cuts.THROUGH, modelled.half // 2), (
+        f"judge {judged}, model {modelled} for {cuts} (successor {successor})"
+    )
+
+
+@given(merge_cases())
+def test_the_judge_merges_to_the_greatest_lower_bound_z3_decides(
+    case: tuple[jv.Membership, tuple[jv.Checkpoint, ...]],
+) -> None:
+    """Z3, deciding each comparison from the downset definition alone: the judge's frontier
+    is at or below every member's cut and equal to one of them (so no lower bound is
+    greater), in the representation of docs/semantics.md section 8 (the smaller coordinate
+    among equal claims)."""
+    membership, checkpoints = case
+    judged = judge_merge.merge(membership, checkpoints)
+    if not isinstance(judged, jv.Cut):
+        return
+    order = membership.order_of(sorted(membership.partitions)[0])
+    name = {"offsets": "offsets", "millis": "millis", "keys": "keys"}[order.name]
+    members = [c for c in checkpoints if c.partition in membership.partitions]
+    decided = [decide_cut_order(Z3_KIND[name], to_z3(judged), to_z3(c.cut)) for c in members]
+    ties = [c.cut for c, d in zip(members, decided, strict=True) if d == 0]
+    if name == "keys":
+        dense = [c.cut for c in members if dense_string_tie(judged, c.cut)]
+        assert all(d <= 0 for d in decided) or dense, (judged, decided)
+        return
+    assert all(d <= 0 for d in decided), f"{judged} is above a member's cut: {decided}"
+    assert ties, f"{judged} equals no member's cut (Z3: {decided})"
+    smallest = min(t.at for t in ties if isinstance(t.at, int))
+    assert judged.at == smallest, f"{judged}: the tie rule publishes the smaller coordinate"
+
+
 def test_a_broken_judge_is_caught_by_each_cross_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """Teeth: an endpoint-blind comparison (a classic bug) fails every cross-check."""
 
@@ -240,4 +298,8 @@ def test_a_broken_judge_is_caught_by_each_cross_check(monkeypatch: pytest.Monkey
     with pytest.raises(AssertionError):
         test_the_judge_compares_as_the_model_does.hypothesis.inner_test(  # type: ignore[attr-defined]
             successor=False, a=(5, False), b=(5, True)
+        )
+    with pytest.raises(AssertionError):
+        test_the_judge_merges_as_the_model_does.hypothesis.inner_test(  # type: ignore[attr-defined]
+            successor=False, cuts=[(5, True), (5, False)]
         )

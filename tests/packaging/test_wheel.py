@@ -38,7 +38,16 @@ def test_only_fencepost_at_the_top_of_site_packages(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"fencepost"}
-    for sub in ("model", "impl", "properties", "scenarios", "commands"):
+    for sub in (
+        "model",
+        "impl",
+        "properties",
+        "scenarios",
+        "commands",
+        "views",
+        "reports",
+        "testing",
+    ):
         assert f"fencepost/{sub}/__init__.py" in names, sub
     assert "fencepost/py.typed" in names
 
@@ -52,12 +61,15 @@ def test_every_source_file_is_shipped(wheel: Path) -> None:
         "properties": "fencepost/properties",
         "scenarios": "fencepost/scenarios",
         "contracts": "fencepost/contracts",
+        "reports": "fencepost/reports",
+        "testing": "fencepost/testing",
         "fencepost": "fencepost",
+        "cli": "fencepost",
     }
     missing = []
     for folder, target in mapping.items():
         for path in (ROOT / folder).rglob("*"):
-            if path.suffix not in {".py", ".toml"} or "__pycache__" in path.parts:
+            if path.suffix not in {".py", ".toml", ".css", ".js"} or "__pycache__" in path.parts:
                 continue
             shipped = f"{target}/{path.relative_to(ROOT / folder).as_posix()}"
             if shipped not in names:
@@ -70,3 +82,12 @@ def test_installed_package_reads_its_data_through_importlib_resources() -> None:
 
     assert files("fencepost.scenarios").is_dir()
     assert files("fencepost.contracts").is_dir()
+    assert "figure.timeline" in files("fencepost.reports").joinpath("page.js").read_text()
+
+
+def test_the_pytest_plugin_is_registered(wheel: Path) -> None:
+    """``pip install fencepost`` makes ``pytest --fencepost-sut`` available (pytest11)."""
+    archive = zipfile.ZipFile(wheel)
+    (entry_points,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    text = archive.read(entry_points).decode()
+    assert "[pytest11]\nfencepost = fencepost.testing.plugin" in text

@@ -120,12 +120,13 @@ def test_idle_connection_closed_by_the_server_is_replaced_before_sending(rig: Ri
 
 
 def test_idle_check_is_what_saves_the_call(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Teeth: without the before-sending check the same situation is an indefinite failure."""
+    """Teeth: without the before-sending check the same situation is an indefinite failure
+    (for a write: a read whose connection was lost is retried on another one)."""
     assert rig.proxied.read_publication("s") == PublicationRecord(1)
     rig.proxy.close_idle()
     monkeypatch.setattr(PostgresStore, "_usable", staticmethod(lambda conn: True))
     with pytest.raises(IndefiniteStoreError):
-        rig.proxied.read_publication("s")
+        rig.proxied.write_publication("s", 0, 1, Cut.through(2), "w-stale")
 
 
 def test_unreachable_server_is_definite(rig: Rig) -> None:

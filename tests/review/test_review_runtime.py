@@ -83,6 +83,7 @@ def test_single_partition_membership_of_a_per_partition_provider_merges() -> Non
         ("postgresql", "confirmed_flush_lsn", "16/B374D848", Cut.before((0x16 << 32) | 0xB374D848)),
         ("mongodb", "post-batch-resume-token", [1700000000, 3], Cut.before((1700000000 << 32) | 3)),
         ("elasticsearch", "pit-complete", [5, 9], Cut.through(5 * 2**64 + 9)),
+        ("postgres-outbox", "snapshot-xmin", 21474836583, Cut.before(21474836583)),
     ],
 )
 def test_final_claims_certify_as_the_boundary_marks(
@@ -109,6 +110,7 @@ def test_bad_contracts_are_refused_at_runtime() -> None:
         "resolved-through-bad",
         "clustertime-through-bad",
         "kinesis-caught-up-bad",
+        "outbox-greatest-id-bad",
     ):
         contract = read_contract_file(DATA / f"{name}.toml")
         anchor = contract.order_facts.example

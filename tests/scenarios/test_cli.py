@@ -11,7 +11,9 @@ from xml.etree import ElementTree
 from click.testing import CliRunner
 
 from fencepost.cli import main
-from fencepost.scenarios.format import shipped_names
+from fencepost.scenarios.format import (
+    shipped_names,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,11 +8,13 @@ import pytest
 
 from fencepost.judge.values import Cut
 from fencepost.scenarios.format import (
-    Publish,
-    ScenarioError,
     load_file,
     load_text,
     scenario_files,
+)
+from fencepost.scenarios.spec import (
+    Publish,
+    ScenarioError,
 )
 
 GOOD = """\

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.scenarios.format import load_shipped, shipped_names
+from fencepost.scenarios.format import (
+    load_shipped,
+    shipped_names,
+)
 from fencepost.scenarios.library import RunOptions, run_one
 
 NAMES = shipped_names()

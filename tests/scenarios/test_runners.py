@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from fencepost.scenarios.format import Scenario, load_text
+from fencepost.scenarios.format import (
+    load_text,
+)
 from fencepost.scenarios.library import RunOptions, run_one
+from fencepost.scenarios.spec import (
+    Scenario,
+)
 
 BASE = """\
 name = "{name}"

@@ -9,148 +9,35 @@ code and asserts the bug, not the schedule, is what its verdict depends on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
 
 import pytest
 
-from fencepost.impl.cuts import Cut, Endpoint
-from fencepost.impl.orders import Order
-from fencepost.impl.provider import Claim, Event, Page, Provider
-from fencepost.impl.publisher import Policy, Publisher, _Propose, _Stop
-from fencepost.impl.reader import IngestStore, PartitionReader
-from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
-from fencepost.impl.stores import Applied, IndefiniteStoreError, PublicationWrite
-from fencepost.scenarios.format import load_shipped, load_text
-from fencepost.scenarios.impl_runner import (
-    CORRECT,
-    IMPL_VARIANTS,
-    ImplDriver,
-    PublisherFactory,
-    PublisherView,
+from fencepost.mutants import CATALOG, CORRECT
+from fencepost.scenarios.format import (
+    load_shipped,
+    load_text,
 )
+from fencepost.scenarios.impl_runner import ImplDriver
 from fencepost.scenarios.library import RunOptions, run_one
 from fencepost.scenarios.model_runner import ModelDriver
 from fencepost.scenarios.outcome import drive
 from fencepost.scenarios.sut_runner import SutDriver, in_process_factory
 
-# --- deliberately broken implementations -------------------------------------------------
-
-
-class RelabelingPublisher(Publisher):
-    """Labels the merged cut ``through`` whenever a member certified ``through`` there."""
-
-    def _decide(
-        self, record: PublicationRecord, membership: Membership, checkpoints: Sequence[Checkpoint]
-    ) -> _Propose | _Stop:
-        decision = super()._decide(record, membership, checkpoints)
-        if isinstance(decision, _Propose) and decision.cut.endpoint is Endpoint.BEFORE:
-            at = decision.cut.at
-            assert at is not None
-            if any(c.cut == Cut.through(at) for c in checkpoints):
-                return dataclasses.replace(decision, cut=Cut.through(at))
-        return decision
-
-
-class _TrustingStore:
-    """Takes a lost write response as an acknowledgement."""
-
-    def __init__(self, inner: PublisherView) -> None:
-        self.inner = inner
-
-    def read_publication(self, stream: str) -> PublicationRecord:
-        return self.inner.read_publication(stream)
-
-    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
-        return self.inner.read_membership(stream, epoch)
-
-    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
-        return self.inner.read_checkpoints(stream, epoch)
-
-    def write_publication(
-        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
-    ) -> PublicationWrite:
-        try:
-            return self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
-        except IndefiniteStoreError:
-            return Applied(PublicationRecord(epoch, cut, expected_revision + 1, op_id))
-
-
-class TrustingPublisher(Publisher):
-    """A publisher that reads a lost response as success."""
-
-    def __init__(
-        self,
-        store: PublisherView,
-        stream: str,
-        worker: str,
-        policy: Policy,
-        max_retries: int,
-        *,
-        first_op: int = 1,
-    ) -> None:
-        super().__init__(
-            _TrustingStore(store), stream, worker, policy, max_retries, first_op=first_op
-        )
-
-
-class MaxObservedReader(PartitionReader):
-    """Certifies through the greatest event observed instead of the provider's claim."""
-
-    def _fetch(self, token: str | None) -> Page:
-        page = super()._fetch(token)
-        if not page.events:
-            return page
-        top = page.events[0].at
-        for event in page.events[1:]:
-            if self.order.compare(event.at, top) > 0:
-                top = event.at
-        return Page(page.events, page.next_token, Claim(Cut.through(top), True))
-
-
-def _publisher(cls: type[Publisher]) -> PublisherFactory:
-    def factory(
-        store: PublisherView,
-        stream: str,
-        worker: str,
-        policy: Policy,
-        max_retries: int,
-        first_op: int,
-    ) -> Publisher:
-        return cls(store, stream, worker, policy, max_retries, first_op=first_op)
-
-    return factory
-
-
-def _max_observed_reader(
-    store: IngestStore,
-    provider: Provider,
-    stream: str,
-    partition: str,
-    epoch: int,
-    scope: str,
-    order: Order,
-    handle: Callable[[Event], str],
-    max_retries: int,
-) -> PartitionReader:
-    return MaxObservedReader(
-        store, provider, stream, partition, epoch, scope, order, handle, max_retries=max_retries
-    )
-
 
 def test_a_relabeling_publisher_fails_the_reasoned_example_for_no_relabeling() -> None:
     scenario = load_shipped("procedure-reasoned-example-ok")
-    driver = ImplDriver(scenario, publisher_factory=_publisher(RelabelingPublisher))
+    driver = ImplDriver(scenario, variant=CATALOG["relabel"])
     result = drive(scenario, "impl", driver)
     assert result.status == "fail"
     assert result.breach is not None
     assert result.breach.property == "no_relabeling"
     assert result.breach.step == 4  # p1's first publication: before 100 relabeled
-    assert "A certified only before 100" in result.breach.message
+    assert "A certified at most before 100" in result.breach.message
 
 
 def test_a_publisher_taking_a_lost_response_as_success_fails_for_honesty() -> None:
     scenario = load_shipped("materialize-12797-not-applied-alone-ok")
-    driver = ImplDriver(scenario, publisher_factory=_publisher(TrustingPublisher))
+    driver = ImplDriver(scenario, variant=CATALOG["blind-success"])
     result = drive(scenario, "impl", driver)
     assert result.status == "fail"
     assert result.breach is not None and result.breach.property == "lost_response_honesty"
@@ -159,10 +46,11 @@ def test_a_publisher_taking_a_lost_response_as_success_fails_for_honesty() -> No
 
 def test_a_reader_certifying_the_largest_event_seen_fails_for_checkpoint_truth() -> None:
     scenario = load_shipped("debezium-dbz-5915-ok")
-    result = drive(scenario, "impl", ImplDriver(scenario, reader_factory=_max_observed_reader))
+    result = drive(scenario, "impl", ImplDriver(scenario, variant=CATALOG["max-observed"]))
     assert result.status == "fail"
     assert result.breach is not None and result.breach.property == "checkpoint_truth"
-    assert "e2 at 500" in result.breach.message
+    assert "A certified through 500" in result.breach.message
+    assert "final claims only up to before 500" in result.breach.message
 
 
 @pytest.mark.parametrize("name", ["procedure-reasoned-example-ok", "cockroach-41665-ok"])
@@ -182,7 +70,9 @@ def test_the_harness_mutant_sut_fails_an_ok_scenario() -> None:
 
 
 def _bad_names() -> list[str]:
-    from fencepost.scenarios.format import shipped_names
+    from fencepost.scenarios.format import (
+        shipped_names,
+    )
 
     return [n for n in shipped_names() if n.endswith("-bad")]
 
@@ -196,15 +86,17 @@ def test_bad_scenarios_are_not_caught_on_the_correct_implementation(name: str) -
     assert result.status == "fail"
 
 
-@pytest.mark.parametrize("variant", sorted(IMPL_VARIANTS))
+@pytest.mark.parametrize("variant", sorted(n for n, v in CATALOG.items() if v.changes_workers))
 def test_every_impl_variant_breaks_a_property_in_some_shipped_schedule(variant: str) -> None:
     """Every known bug of the catalog is caught by the oracle on some schedule of the library."""
-    from fencepost.scenarios.format import shipped_names
+    from fencepost.scenarios.format import (
+        shipped_names,
+    )
 
     caught = []
     for name in shipped_names():
         scenario = load_shipped(name)
-        result = drive(scenario, "impl", ImplDriver(scenario, variant=IMPL_VARIANTS[variant]))
+        result = drive(scenario, "impl", ImplDriver(scenario, variant=CATALOG[variant]))
         if result.breach is not None:
             caught.append(name)
     assert caught, f"no shipped schedule breaks a property under {variant}"

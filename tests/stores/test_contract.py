@@ -194,7 +194,7 @@ def test_conflict_returns_the_current_record_after_many_writes(store: Store) -> 
 def test_bad_publication_arguments_are_refused(store: Store) -> None:
     store.create_stream("s", membership())
     with pytest.raises(InvalidValue, match="expected_revision"):
-        store.write_publication("s", True, 1, NOTHING, "w-1")  # type: ignore[arg-type]
+        store.write_publication("s", True, 1, NOTHING, "w-1")
     with pytest.raises(InvalidValue, match="expected_revision"):
         store.write_publication("s", -1, 1, NOTHING, "w-1")
     with pytest.raises(InvalidValue, match="op_id"):

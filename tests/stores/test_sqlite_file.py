@@ -56,7 +56,7 @@ def test_a_newer_schema_is_refused_naming_the_path(tmp_path: Path) -> None:
 def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "garbage.db"
     path.write_bytes(b"this is not sqlite at all" * 200)
-    with pytest.raises(StoreOpenError, match="not a usable SQLite database") as info:
+    with pytest.raises(StoreOpenError, match="not a SQLite database or is corrupt") as info:
         SQLiteStore(path)
     assert str(path) in str(info.value)
 

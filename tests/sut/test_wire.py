@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.harness.protocol import encode, publish_message
+from fencepost.harness.protocol import (
+    publish_message,
+)
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.records import PublicationRecord
-from fencepost.sut.wire import (
+from fencepost.inputs.jsonlines import (
     MessageError,
+    decode_line,
+    encode,
+)
+from fencepost.sut.wire import (
     ReplyConflict,
     ReplyOk,
     ReplyTimeout,
-    decode_line,
     parse_harness_message,
     parse_reply,
 )

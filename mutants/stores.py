@@ -1,29 +1,26 @@
-"""Known store and provider bugs, each written once as a mixin over the store protocol.
+"""Known bugs in how a publisher or a reader handles its store's answers, each written once.
 
-Each mixin bends one call of the publisher store, the reader store or the
-provider (a bug from the field, docs/field-bugs.md, or a misreading of the
-procedure) and passes everything else through ``super()``. It knows nothing of
-where the calls go: the conformance harness composes it with its wire stores
-(:mod:`fencepost.mutants.sut_catalog`), the scenario runner with its scheduled
-worker views (:mod:`fencepost.scenarios.impl_runner`), the refinement check
-with a plain pass-through proxy (:mod:`fencepost.mutants.impl_catalog`), so
-one bug means the same thing to all three::
+Each mixin bends one call of the publisher store or the reader store (a bug from
+the field, docs/field-bugs.md, or a misreading of the procedure) and passes
+everything else through ``super()``. The publisher and reader classes at the end
+(:func:`publisher_over`, :func:`reader_over`) put the mixin in front of *whatever*
+store a consumer hands them, through a pass-through proxy, so the same bug runs
+over the conformance wire (``fencepost sut --mutant``), the scenario runner's
+scheduled views and the refinement check's gated stores.
 
-    class FenceBlindStore(FenceBlindMixin, PublisherWireStore): ...
-
-The mixin must come first in the bases so its calls bend the base's. A mixin
-needs only the calls it overrides (and, for :class:`FenceBlindMixin`, the
-``_membership`` the publisher store last read); any state of its own starts
-empty per instance, from a class-level ``None``.
+A mixin must come first in the bases so its calls bend the proxy's. Its state
+starts empty per instance, from a class-level ``None``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from fencepost.impl.cuts import Cut
-from fencepost.impl.provider import Claim, Page
+from fencepost.impl.publisher import Publisher, PublisherStore
+from fencepost.impl.reader import IngestStore, PartitionReader
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
@@ -59,12 +56,8 @@ if TYPE_CHECKING:
         ) -> CheckpointWrite:
             raise NotImplementedError
 
-    class _PageCalls:
-        def fetch_page(self, partition: str, token: str | None) -> Page:
-            raise NotImplementedError
-
 else:
-    _PublisherCalls = _CheckpointCalls = _PageCalls = object
+    _PublisherCalls = _CheckpointCalls = object
 
 
 # --- publisher store bugs ---------------------------------------------------------------
@@ -151,7 +144,7 @@ class StaleCutRetryMixin(_PublisherCalls):
         return result
 
 
-# --- reader store and provider bugs -----------------------------------------------------
+# --- reader store bugs -----------------------------------------------------
 
 
 class OverwriteMixin(_CheckpointCalls):
@@ -169,12 +162,84 @@ class OverwriteMixin(_CheckpointCalls):
         return result
 
 
-class TrustingMixin(_PageCalls):
-    """A non-final claim ("caught up at this moment") is read as final: the pass
-    certifies a boundary the source has not vouched for (apache/beam #37326)."""
+# --- proxies: a mixin in front of any store -----------------------------------------------
 
-    def fetch_page(self, partition: str, token: str | None) -> Page:
-        page = super().fetch_page(partition, token)
-        if page.claim is not None and not page.claim.final:
-            return Page(page.events, page.next_token, Claim(page.claim.cut, True))
-        return page
+
+class PublisherProxy:
+    """Passes a publisher's calls to ``inner`` and remembers the membership last read.
+
+    Any call it does not define (a store may offer more than the publisher level's
+    four) reaches ``inner`` unchanged.
+    """
+
+    def __init__(self, inner: PublisherStore) -> None:
+        self.inner = inner
+        self._membership: Membership | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def read_publication(self, stream: str) -> PublicationRecord:
+        return self.inner.read_publication(stream)
+
+    def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        self._membership = self.inner.read_membership(stream, epoch)
+        return self._membership
+
+    def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
+        return self.inner.read_checkpoints(stream, epoch)
+
+    def write_publication(
+        self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
+    ) -> PublicationWrite:
+        return self.inner.write_publication(stream, expected_revision, epoch, cut, op_id)
+
+
+class ReaderProxy:
+    """Passes a partition reader's calls to ``inner`` (anything else reaches it unchanged)."""
+
+    def __init__(self, inner: IngestStore) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def read_checkpoint(self, stream: str, epoch: int, partition: str) -> Checkpoint | None:
+        return self.inner.read_checkpoint(stream, epoch, partition)
+
+    def write_checkpoint(
+        self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        return self.inner.write_checkpoint(stream, expected_generation, checkpoint)
+
+    def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
+        return self.inner.record_outcome(stream, event_id, outcome)
+
+    def outcomes(self, stream: str, event_ids: Sequence[str]) -> dict[str, str]:
+        return self.inner.outcomes(stream, event_ids)
+
+
+def publisher_over(mixin: type) -> type[Publisher]:
+    """The production publisher whose store calls go through ``mixin`` first."""
+    store_class = type(f"{mixin.__name__}Store", (mixin, PublisherProxy), {})
+
+    class MixinPublisher(Publisher):
+        def __init__(self, store: PublisherStore, *args: Any, **kwargs: Any) -> None:
+            super().__init__(store_class(store), *args, **kwargs)
+
+    MixinPublisher.__name__ = MixinPublisher.__qualname__ = f"Publisher[{mixin.__name__}]"
+    MixinPublisher.__doc__ = f"The publisher over {mixin.__name__}: {mixin.__doc__}"
+    return MixinPublisher
+
+
+def reader_over(mixin: type) -> type[PartitionReader]:
+    """The production partition reader whose store calls go through ``mixin`` first."""
+    store_class = type(f"{mixin.__name__}Store", (mixin, ReaderProxy), {})
+
+    class MixinReader(PartitionReader):
+        def __init__(self, store: IngestStore, *args: Any, **kwargs: Any) -> None:
+            super().__init__(store_class(store), *args, **kwargs)
+
+    MixinReader.__name__ = MixinReader.__qualname__ = f"PartitionReader[{mixin.__name__}]"
+    MixinReader.__doc__ = f"The partition reader over {mixin.__name__}: {mixin.__doc__}"
+    return MixinReader

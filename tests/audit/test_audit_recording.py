@@ -1,0 +1,189 @@
+"""What fencepost.impl.recording writes, fencepost.audit reads: round trips on memory and
+SQLite stores with lost responses and crashes, the JSON Schema, rotation, and a full disk
+that never fails the caller (lines dropped, counted, and reported to the audit)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from schema_check import errors
+
+from fencepost.audit.run import audit
+from fencepost.impl.faults import Crash, FaultyStore
+from fencepost.impl.memory import MemoryStore
+from fencepost.impl.provider import ProviderTimeout
+from fencepost.impl.publisher import Publisher
+from fencepost.impl.reader import PartitionReader
+from fencepost.impl.recording import LogWriter, RecordingStore
+from fencepost.impl.simulated import SimulatedSource
+from fencepost.impl.sqlite import SQLiteStore
+from fencepost.impl.stores import IndefiniteStoreError, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "docs" / "audit-log.schema.json").read_text())
+STREAM = "s"
+
+
+def workload(
+    make: Callable[[], Store],
+    log: LogWriter,
+    *,
+    lost: float,
+    crashes: float = 0.0,
+    rounds: int = 30,
+) -> None:
+    """Two processes' worth of readers and publishers, restarted after every crash."""
+    source = SimulatedSource(3, 2, 40)
+    setup = make()
+    RecordingStore(setup, log, "setup").create_stream(STREAM, source.membership())
+    incarnation = 0
+    for worker in ("a", "b"):
+        for _ in range(rounds):
+            incarnation += 1
+            name = f"{worker}{incarnation}"
+            inner: Store = FaultyStore(
+                make(),
+                incarnation,
+                lose_after=lost / 2,
+                lose_before=lost / 2,
+                crash_before=crashes / 2,
+                crash_after=crashes / 2,
+                ops=[
+                    "read_publication",
+                    "write_publication",
+                    "read_checkpoints",
+                    "write_checkpoint",
+                    "record_outcome",
+                ],
+            )
+            store = RecordingStore(inner, log, name)
+            m = source.membership()
+            try:
+                for p in source.partitions:
+                    reader = PartitionReader(
+                        store, source, STREAM, p, m.epoch, m.scope, source.order, lambda e: "ok"
+                    )
+                    with contextlib.suppress(IndefiniteStoreError, ProviderTimeout):
+                        reader.run_pass(max_pages=1)
+                store.attempt(Publisher(store, STREAM, name))
+            except Crash:
+                continue  # the process died: a new incarnation takes over
+
+
+def shared() -> Callable[[], Store]:
+    memory = MemoryStore()
+    return lambda: memory
+
+
+def lines_of(log: LogWriter) -> list[dict[str, object]]:
+    out = []
+    for path in log.segments():
+        out += [json.loads(x) for x in path.read_text().splitlines()]
+    return out
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_what_the_recorder_writes_the_audit_reads(tmp_path: Path, backend: str) -> None:
+    memory = MemoryStore()
+    make: Callable[[], Store] = (
+        (lambda: memory) if backend == "memory" else (lambda: SQLiteStore(tmp_path / "s.db"))
+    )
+    log = LogWriter(tmp_path / "audit.log")
+    workload(make, log, lost=0.2, crashes=0.05)
+    log.close()
+    lines = lines_of(log)
+    statuses = {str(x["status"]) for x in lines}
+    assert {"ok", "pending", "indefinite"} <= statuses  # lost responses and kills happened
+    assert any(x["op"] == "attempt" for x in lines)
+    for x in lines:
+        assert errors(SCHEMA, x) == [], x
+    report = audit([tmp_path / "audit.log"])
+    assert report.operations > 200
+    assert report.unfinished > 0  # processes died inside mutating calls
+    assert report.exit_code == 0, [v.message for v in report.violations]
+    spilled = audit([tmp_path / "audit.log"], memory_ops=100)  # sorted on disk: same verdict
+    assert spilled.spilled_runs > 1
+    assert (spilled.operations, spilled.exit_code) == (report.operations, 0)
+
+
+def test_the_schema_has_teeth(tmp_path: Path) -> None:
+    log = LogWriter(tmp_path / "audit.log")
+    workload(shared(), log, lost=0.0, rounds=1)
+    log.close()
+    line = lines_of(log)[-1]
+    assert errors(SCHEMA, line) == []
+    assert errors(SCHEMA, {**line, "extra": 1})
+    assert errors(SCHEMA, {**line, "t0": -1})
+    assert errors(SCHEMA, {**line, "status": "pending"})  # a pending line has no t1/result
+    assert errors(SCHEMA, {**line, "op": "read_publication", "args": {"x": 1}})
+
+
+def test_rotation_by_size_keeps_every_line_readable(tmp_path: Path) -> None:
+    log = LogWriter(tmp_path / "audit.log", max_bytes=4096)
+    workload(shared(), log, lost=0.2)
+    log.close()
+    segments = log.segments()
+    assert len(segments) > 5
+    assert all(p.stat().st_size < 4096 + 4096 for p in segments)
+    report = audit(segments)
+    assert report.exit_code == 0 and report.files == len(segments)
+    # a restarted process continues after the last segment
+    again = LogWriter(tmp_path / "audit.log", max_bytes=4096)
+    assert again.segment_path(again._segment) == segments[-1]
+
+
+def test_keeping_only_the_newest_segments_audits_the_rest(tmp_path: Path) -> None:
+    log = LogWriter(tmp_path / "audit.log", max_bytes=4096, keep=3)
+    workload(shared(), log, lost=0.1)
+    log.close()
+    segments = sorted(tmp_path.glob("audit.log*"))
+    assert len(segments) == 3
+    report = audit(segments)  # the log begins mid-history: no creation, no verdict against it
+    assert report.exit_code == 0, [v.message for v in report.violations]
+
+
+def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> None:
+    failing = {"on": False}
+
+    def write(fd: int, data: bytes) -> int:
+        if failing["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        import os
+
+        return os.write(fd, data)
+
+    log = LogWriter(tmp_path / "audit.log", write=write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    source = SimulatedSource(1, 1, 5)
+    store.create_stream(STREAM, source.membership())
+    failing["on"] = True
+    store.read_publication(STREAM)
+    store.read_publication(STREAM)
+    assert log.dropped == {STREAM: 2}
+    failing["on"] = False
+    store.read_publication(STREAM)
+    log.close()
+    lines = lines_of(log)
+    assert [x["op"] for x in lines] == [
+        "create_stream",
+        "create_stream",
+        "dropped",
+        "read_publication",
+    ]
+    assert lines[2]["result"] == {"lines": 2}
+    report = audit([tmp_path / "audit.log"])
+    assert report.exit_code == 4 and [s.stream for s in report.incomplete] == [STREAM]
+
+
+def test_dev_full(tmp_path: Path) -> None:
+    log = LogWriter("/dev/full")
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    assert store.read_publication(STREAM).revision == 0
+    assert log.dropped[STREAM] == 3 and log.lines == 0
+    log.close()
