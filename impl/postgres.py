@@ -85,6 +85,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from fencepost.impl.codec import membership_from_json, membership_to_json
@@ -1298,7 +1299,12 @@ def _send(conn: psycopg.Connection[Any], query: str, params: object) -> psycopg.
 
 def _fetch(conn: psycopg.Connection[Any], query: str, params: object) -> list[Row]:
     cur = _send(conn, query, params)
-    return list(cur.fetchall()) if cur.description is not None else []
+    # Rows only from a statement that returns them; asked of the result's status, not of
+    # ``cur.description`` (which builds a column object per column of every statement).
+    result = cur.pgresult
+    if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        return []
+    return list(cur.fetchall())
 
 
 def _prefixed(alias: str, columns: str) -> str:
