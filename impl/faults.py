@@ -30,8 +30,10 @@ from enum import Enum
 from typing import TypeVar
 
 from fencepost.impl.cuts import Cut
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
+    BatchWrite,
     CheckpointWrite,
     IndefiniteStoreError,
     PublicationWrite,
@@ -49,7 +51,9 @@ OPERATIONS: tuple[str, ...] = (
     "write_publication",
     "read_checkpoint",
     "read_checkpoints",
+    "read_merge_summary",
     "write_checkpoint",
+    "write_checkpoints",
     "record_outcome",
     "outcomes",
 )
@@ -224,6 +228,21 @@ class FaultyStore:
             "write_checkpoint",
             (stream, expected_generation, checkpoint.partition, str(checkpoint.cut)),
             lambda: self.inner.write_checkpoint(stream, expected_generation, checkpoint),
+        )
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """One batch is one call: a fault hits the whole batch, as it hits one transaction."""
+        return self._call(
+            "write_checkpoints",
+            (stream, tuple((e, c.partition, str(c.cut)) for e, c in writes)),
+            lambda: self.inner.write_checkpoints(stream, writes),
+        )
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        return self._call(
+            "read_merge_summary",
+            (stream, epoch),
+            lambda: self.inner.read_merge_summary(stream, epoch),
         )
 
     def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.merge import MergeSummary, summarize
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
+    BatchWrite,
     CheckpointApplied,
     CheckpointConflict,
     CheckpointWrite,
@@ -28,6 +30,7 @@ from fencepost.impl.stores import (
     UnknownStream,
     admit_checkpoint,
     admit_membership,
+    check_batch,
     check_name,
     check_revision,
 )
@@ -142,15 +145,47 @@ class MemoryStore:
         with self._lock:
             state = self._stream(stream)
             admit_checkpoint(stream, state.memberships.get(checkpoint.epoch), checkpoint)
-            key = (checkpoint.epoch, checkpoint.partition)
-            current = state.checkpoints.get(key)
-            stored_generation = None if current is None else current.generation
-            if stored_generation != expected_generation:
-                return CheckpointConflict(current)
-            generation = 1 if expected_generation is None else expected_generation + 1
-            stored = dataclasses.replace(checkpoint, generation=generation)
-            state.checkpoints[key] = stored
-            return CheckpointApplied(stored)
+            return self._write_one(state, expected_generation, checkpoint)
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        batch = check_batch(writes)
+        with self._lock:
+            state = self._stream(stream)
+            for _, checkpoint in batch:  # every write is admitted before any is applied
+                admit_checkpoint(stream, state.memberships.get(checkpoint.epoch), checkpoint)
+            return [self._write_one(state, expected, cp) for expected, cp in batch]
+
+    @staticmethod
+    def _write_one(
+        state: _Stream, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> CheckpointWrite:
+        key = (checkpoint.epoch, checkpoint.partition)
+        current = state.checkpoints.get(key)
+        stored_generation = None if current is None else current.generation
+        if stored_generation != expected_generation:
+            return CheckpointConflict(current)
+        generation = 1 if expected_generation is None else expected_generation + 1
+        stored = dataclasses.replace(checkpoint, generation=generation)
+        state.checkpoints[key] = stored
+        return CheckpointApplied(stored)
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """The summary of ``epoch``, under the store's lock (one instant).
+
+        Cost: O(C + N log N) for C checkpoints stored and N members: this
+        reference backend computes the definition, :func:`summarize`, itself.
+        """
+        check_revision(epoch, "epoch")
+        with self._lock:
+            state = self._stream(stream)
+            membership = state.memberships.get(epoch)
+            if membership is None:
+                raise DefiniteStoreError(
+                    f"stream {stream!r} has no membership for epoch {epoch} "
+                    f"(epochs stored: {', '.join(map(str, sorted(state.memberships)))})"
+                )
+            found = [c for (e, _), c in state.checkpoints.items() if e == epoch]
+        return summarize(membership, found)
 
     # --- outcomes ------------------------------------------------------------------
 

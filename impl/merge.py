@@ -6,11 +6,20 @@ exactly as certified. A partition is never skipped because it is idle, empty or
 slow: its events could still be outstanding. When no scalar claim is true,
 :class:`Withheld` says why, checking reasons in the documented order so that the
 first problem an operator must fix is the one reported.
+
+The rule is written once, in :func:`merge_summary`, over a :class:`MergeSummary`:
+the few facts about a vector that the rule looks at (which members, if any, are
+missing, in another epoch or scope, or provisional, and the least cut). A durable
+store computes that summary with index probes, so a publication attempt costs
+the same at 10 and at 100,000 partitions (``read_merge_summary`` in
+:mod:`fencepost.impl.stores`); :func:`summarize` computes it from a vector in
+O(N), and :func:`merge` is ``merge_summary(summarize(...))`` with the vector
+attached. Both paths therefore give the same cut or the same reason and detail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -52,7 +61,11 @@ Vector = tuple[tuple[str, Checkpoint | None], ...]
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    """No scalar frontier is true: the reason and the checkpoint vector behind it."""
+    """No scalar frontier is true: the reason and the checkpoint vector behind it.
+
+    ``vector`` is empty when the decision was made from a :class:`MergeSummary`
+    (the vector was never read: that is the point of the summary).
+    """
 
     reason: WithheldReason
     vector: Vector
@@ -60,6 +73,44 @@ class Withheld:
 
     def __str__(self) -> str:
         return f"withheld ({self.reason.value}{': ' + self.detail if self.detail else ''})"
+
+
+#: How many offending members a withheld detail names; one more is kept to say "and more".
+DETAIL_NAMES = 10
+
+
+def name_list(names: Sequence[str]) -> str:
+    """The detail naming offending members (or orders): the first :data:`DETAIL_NAMES`.
+
+    ``names`` are in code-point order and hold at most ``DETAIL_NAMES + 1``
+    entries that matter: an extra one only says that there are more, so the
+    detail (and the summary it comes from) stays O(1) at any number of partitions.
+    """
+    shown = ", ".join(names[:DETAIL_NAMES])
+    return shown + " and more" if len(names) > DETAIL_NAMES else shown
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSummary:
+    """Everything the merge rule looks at, for one membership epoch: O(1) in size.
+
+    Each tuple holds the first ``DETAIL_NAMES + 1`` members (code-point order of
+    their names) that have no checkpoint (``missing``), a checkpoint of another
+    epoch (``wrong_epoch``), of another scope (``wrong_scope``) or a provisional
+    one (``provisional``); empty when there is none. ``minimum`` is the least
+    cut over the members' checkpoints under the tie rule of docs/semantics.md
+    section 8 (:func:`fencepost.impl.cuts.minimum`), whatever their epoch, scope
+    or finality; None when no member has a checkpoint or the members use
+    several orders (the minimum is then undefined and never looked at).
+    Checkpoints of partitions that are not members count nowhere.
+    """
+
+    epoch: int
+    missing: tuple[str, ...] = ()
+    wrong_epoch: tuple[str, ...] = ()
+    wrong_scope: tuple[str, ...] = ()
+    provisional: tuple[str, ...] = ()
+    minimum: Cut | None = None
 
 
 def vector_of(membership: Membership, checkpoints: Iterable[Checkpoint]) -> Vector:
@@ -83,39 +134,100 @@ def vector_of(membership: Membership, checkpoints: Iterable[Checkpoint]) -> Vect
     return tuple((p, by_partition.get(p)) for p in sorted(membership.partitions))
 
 
-def merge(membership: Membership, checkpoints: Iterable[Checkpoint]) -> Cut | Withheld:
-    """The merged frontier of ``membership``, or :class:`Withheld` with the first reason.
+def summarize(membership: Membership, checkpoints: Iterable[Checkpoint]) -> MergeSummary:
+    """The :class:`MergeSummary` of a checkpoint vector: the definition stores must match.
 
     Every member's checkpoint cut is validated against the member's order first
     (a float on an integer order is a bad value, not a reason to withhold).
-    When equivalent cuts tie for the minimum the representation with the
-    smaller coordinate is published (``through x`` rather than ``before x+1``).
+    Cost: O(N log N) for N members (the vector is put in partition-name order).
+    """
+    return _summary_of(membership, vector_of(membership, checkpoints))
+
+
+def _summary_of(membership: Membership, vector: Vector) -> MergeSummary:
+    keep = DETAIL_NAMES + 1
+    missing: list[str] = []
+    wrong_epoch: list[str] = []
+    wrong_scope: list[str] = []
+    provisional: list[str] = []
+    cuts: list[Cut] = []
+    for partition, checkpoint in vector:
+        if checkpoint is None:
+            if len(missing) < keep:
+                missing.append(partition)
+            continue
+        cuts.append(
+            checkpoint.cut.validated(membership.order_of(partition), f"checkpoint[{partition}].cut")
+        )
+        if checkpoint.epoch != membership.epoch and len(wrong_epoch) < keep:
+            wrong_epoch.append(partition)
+        if checkpoint.scope != membership.scope and len(wrong_scope) < keep:
+            wrong_scope.append(partition)
+        if checkpoint.finality is not Finality.FINAL and len(provisional) < keep:
+            provisional.append(partition)
+    order = membership.order
+    return MergeSummary(
+        membership.epoch,
+        tuple(missing),
+        tuple(wrong_epoch),
+        tuple(wrong_scope),
+        tuple(provisional),
+        minimum(order, cuts) if order is not None and cuts else None,
+    )
+
+
+def merge_summary(membership: Membership, summary: MergeSummary) -> Cut | Withheld:
+    """THE merge rule: the frontier of ``membership``, or :class:`Withheld` with the first reason.
+
+    Reasons are checked in the order of docs/semantics.md section 4 (the
+    Withheld's vector is empty: see :func:`merge` for one with the vector).
+    Cost: O(1) in partitions, publishers and history (the membership's orders
+    are known since it was built; the summary is O(1) in size).
+    """
+    if not isinstance(summary, MergeSummary):
+        raise InvalidValue("summary", summary, "a MergeSummary is required")
+    if summary.epoch != membership.epoch:
+        raise InvalidValue(
+            "summary.epoch",
+            summary.epoch,
+            f"the summary is of another epoch than the membership ({membership.epoch})",
+        )
+    for reason, members in (
+        (WithheldReason.MISSING_CHECKPOINT, summary.missing),
+        (WithheldReason.EPOCH_MISMATCH, summary.wrong_epoch),
+        (WithheldReason.SCOPE_MISMATCH, summary.wrong_scope),
+        (WithheldReason.UNSUPPORTED_FINALITY, summary.provisional),
+    ):
+        if members:
+            return Withheld(reason, (), name_list(members))
+    order_names = membership.order_names
+    if len(order_names) > 1:
+        return Withheld(WithheldReason.INCOMPARABLE, (), name_list(order_names))
+    order = membership.order
+    if order is None:
+        return Withheld(WithheldReason.NO_COVERAGE, (), "the membership has no partitions")
+    if summary.minimum is None:
+        raise InvalidValue(
+            "summary.minimum",
+            None,
+            "every member has a checkpoint, so the summary must carry their minimum cut",
+        )
+    frontier = summary.minimum.validated(order, "summary.minimum")
+    if frontier.is_nothing:
+        return Withheld(WithheldReason.NO_COVERAGE, ())
+    return frontier
+
+
+def merge(membership: Membership, checkpoints: Iterable[Checkpoint]) -> Cut | Withheld:
+    """The merged frontier of ``membership``, or :class:`Withheld` with the first reason.
+
+    :func:`merge_summary` of :func:`summarize`, with the checkpoint vector
+    attached to a Withheld. When equivalent cuts tie for the minimum the
+    representation with the smaller coordinate is published (``through x``
+    rather than ``before x+1``). Cost: O(N log N) for N members.
     """
     vector = vector_of(membership, checkpoints)
-    for partition, checkpoint in vector:
-        if checkpoint is not None:
-            checkpoint.cut.validated(membership.order_of(partition), f"checkpoint[{partition}].cut")
-
-    missing = [p for p, c in vector if c is None]
-    if missing:
-        return Withheld(WithheldReason.MISSING_CHECKPOINT, vector, ", ".join(missing))
-    present = [(p, c) for p, c in vector if c is not None]
-    wrong_epoch = [p for p, c in present if c.epoch != membership.epoch]
-    if wrong_epoch:
-        return Withheld(WithheldReason.EPOCH_MISMATCH, vector, ", ".join(wrong_epoch))
-    wrong_scope = [p for p, c in present if c.scope != membership.scope]
-    if wrong_scope:
-        return Withheld(WithheldReason.SCOPE_MISMATCH, vector, ", ".join(wrong_scope))
-    provisional = [p for p, c in present if c.finality is not Finality.FINAL]
-    if provisional:
-        return Withheld(WithheldReason.UNSUPPORTED_FINALITY, vector, ", ".join(provisional))
-    order_names = {membership.partitions[p] for p, _ in present}
-    if len(order_names) > 1:
-        return Withheld(WithheldReason.INCOMPARABLE, vector, ", ".join(sorted(order_names)))
-    if not present:
-        return Withheld(WithheldReason.NO_COVERAGE, vector, "the membership has no partitions")
-    order = membership.order_of(present[0][0])
-    frontier = minimum(order, [c.cut for _, c in present])
-    if frontier.is_nothing:
-        return Withheld(WithheldReason.NO_COVERAGE, vector)
-    return frontier
+    merged = merge_summary(membership, _summary_of(membership, vector))
+    if isinstance(merged, Withheld):
+        return Withheld(merged.reason, vector, merged.detail)
+    return merged

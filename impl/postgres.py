@@ -85,14 +85,18 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import NOTHING, Cut, Endpoint
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.merge import DETAIL_NAMES, MergeSummary
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
+    BatchWrite,
     CheckpointApplied,
     CheckpointConflict,
     CheckpointWrite,
@@ -106,6 +110,7 @@ from fencepost.impl.stores import (
     UnknownStream,
     admit_checkpoint,
     admit_membership,
+    check_batch,
     check_name,
     check_revision,
 )
@@ -121,9 +126,14 @@ _BIGINT_MAX = 2**63 - 1
 T = TypeVar("T")
 Row = tuple[Any, ...]
 
+#: A data step of a migration: ``(connection, quoted schema, location)``, run in the
+#: migration's transaction; ``location`` names the store in a :class:`StoreOpenError`.
+DataStep = Callable[[psycopg.Connection[Any], str, str], None]
+
 #: Schema migrations: ``(version, description, statements)``; ``{s}`` is the quoted
-#: schema name. Append new steps; never edit a released one.
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+#: schema name; a statement may be a :data:`DataStep`. Append new steps; never edit a
+#: released one.
+MIGRATIONS: tuple[tuple[int, str, tuple[str | DataStep, ...]], ...] = (
     (
         1,
         "streams, memberships, members, publications, checkpoints, outcomes",
@@ -194,7 +204,98 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        2,
+        "indexes read_merge_summary probes: cut sort keys, scope flags, missing members",
+        (
+            # The cut's sort key (fencepost.impl.cutkey: byte order is the cut order, ties
+            # broken by the published representation) and whether the scope is the epoch's.
+            "ALTER TABLE {s}.checkpoints ADD COLUMN sort_key bytea, ADD COLUMN scope_ok boolean",
+            # Members of an epoch without a checkpoint yet: written with the membership,
+            # deleted by the statement that writes the member's first checkpoint.
+            """CREATE TABLE {s}.missing_checkpoints (
+                stream bytea NOT NULL,
+                epoch numeric NOT NULL,
+                partition bytea NOT NULL,
+                PRIMARY KEY (stream, epoch, partition),
+                FOREIGN KEY (stream, epoch, partition)
+                    REFERENCES {s}.members (stream, epoch, partition)
+            )""",
+            # A B-tree entry holds at most ~2.7 kB, and a coordinate has any size: the index
+            # holds the key's first 1 kB; ties of that prefix are ordered by the whole key.
+            # Partial on a predicate only the summary states (every row has a sort key), so
+            # the planner can never pick it for a lookup by (stream, epoch, partition), even
+            # on a table that was never analyzed: that would scan the epoch for one row.
+            "CREATE INDEX checkpoints_by_cut ON {s}.checkpoints "
+            "(stream, epoch, substring(sort_key FROM 1 FOR 1024)) WHERE sort_key IS NOT NULL",
+            "CREATE INDEX checkpoints_off_scope ON {s}.checkpoints (stream, epoch, partition) "
+            "WHERE NOT scope_ok",
+            "CREATE INDEX checkpoints_provisional ON {s}.checkpoints (stream, epoch, partition) "
+            "WHERE finality = 'provisional'",
+            lambda conn, s, location: _index_existing_checkpoints(conn, s, location),
+        ),
+    ),
 )
+
+#: Names of offending members a summary carries (fencepost.impl.merge.MergeSummary).
+_SUMMARY_NAMES = DETAIL_NAMES + 1
+
+#: The summary read: four index probes in ONE statement, hence one snapshot. The least
+#: cut is found in two probes of the cut index (which holds each key's first 1 kB): the
+#: least prefix, then the least whole key among the rows with that prefix (nearly always
+#: one), so no plan ever sorts the epoch's checkpoints, whatever the statistics say.
+_SUMMARY_QUERY = """
+(SELECT 'm', partition, NULL::text, NULL::numeric, NULL::bytea FROM {s}.missing_checkpoints
+    WHERE stream = %(stream)s AND epoch = %(epoch)s ORDER BY partition LIMIT {n})
+UNION ALL (SELECT 's', partition, NULL, NULL, NULL FROM {s}.checkpoints
+    WHERE stream = %(stream)s AND epoch = %(epoch)s AND NOT scope_ok
+    ORDER BY partition LIMIT {n})
+UNION ALL (SELECT 'p', partition, NULL, NULL, NULL FROM {s}.checkpoints
+    WHERE stream = %(stream)s AND epoch = %(epoch)s AND finality = 'provisional'
+    ORDER BY partition LIMIT {n})
+UNION ALL (SELECT 'c', NULL, cut_kind, cut_int, cut_str FROM {s}.checkpoints
+    WHERE stream = %(stream)s AND epoch = %(epoch)s AND sort_key IS NOT NULL
+      AND substring(sort_key FROM 1 FOR 1024) = (
+        SELECT substring(sort_key FROM 1 FOR 1024) FROM {s}.checkpoints
+        WHERE stream = %(stream)s AND epoch = %(epoch)s AND sort_key IS NOT NULL
+        ORDER BY substring(sort_key FROM 1 FOR 1024) LIMIT 1)
+    ORDER BY sort_key LIMIT 1)
+"""
+
+
+def _index_existing_checkpoints(conn: psycopg.Connection[Any], s: str, location: str) -> None:
+    """Migration 2's data step: sort keys, scope flags and missing members of older data."""
+    memberships = conn.execute(f"SELECT stream, epoch, body FROM {s}.memberships").fetchall()
+    for stream, epoch, body in memberships:
+        name = _str(stream)
+        membership = membership_from_json(json.loads(body), f"memberships[{name}][{epoch}]")
+        rows = conn.execute(
+            f"SELECT partition, cut_kind, cut_int, cut_str, scope FROM {s}.checkpoints "
+            "WHERE stream = %s AND epoch = %s",
+            (stream, epoch),
+        ).fetchall()
+        present = set()
+        for partition, kind, at_int, at_str, scope in rows:
+            member = _str(partition)
+            if member not in membership.partitions:  # pragma: no cover - the foreign key
+                raise StoreOpenError(
+                    location, f"stream {name!r} epoch {epoch}: checkpoint of non-member {member!r}"
+                )
+            present.add(member)
+            key = cut_key(membership.order_of(member), decode_cut(kind, at_int, at_str))
+            conn.execute(
+                f"UPDATE {s}.checkpoints SET sort_key = %s, scope_ok = %s "
+                "WHERE stream = %s AND epoch = %s AND partition = %s",
+                (key, _str(scope) == membership.scope, stream, epoch, partition),
+            )
+        missing = [p.encode("utf-8") for p in membership.partitions if p not in present]
+        if missing:
+            conn.execute(
+                f"INSERT INTO {s}.missing_checkpoints (stream, epoch, partition) "
+                "SELECT %s, %s, p FROM unnest(%s::bytea[]) AS u(p)",
+                (stream, epoch, missing),
+            )
+
 
 #: The newest schema version this code knows.
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -467,6 +568,7 @@ class PostgresStore:
         self._client_deadline = self.op_timeout + max(1.0, self.op_timeout / 4)
         self.connect_timeout = float(connect_timeout)
         self._s = quote_ident(schema)
+        self._summary_query = _SUMMARY_QUERY.format(s=self._s, n=_SUMMARY_NAMES)
         self._memberships: dict[tuple[str, int], Membership] = {}
         self._deadlines = _Deadlines()
         try:
@@ -584,7 +686,10 @@ class PostgresStore:
                         if version in applied:
                             continue
                         for statement in statements:
-                            conn.execute(statement.format(s=s))
+                            if isinstance(statement, str):
+                                conn.execute(statement.format(s=s))
+                            else:
+                                statement(conn, s, self.location)
                         conn.execute(
                             f"INSERT INTO {s}.schema_version (version, description) "
                             "VALUES (%s, %s)",
@@ -770,25 +875,41 @@ class PostgresStore:
         )
         members = sorted(membership.partitions)
         if members:
+            names = [p.encode("utf-8") for p in members]
             conn.execute(
                 f"INSERT INTO {s}.members (stream, epoch, partition, coordinate) "
                 "SELECT %s, %s, p, c FROM unnest(%s::bytea[], %s::text[]) AS u(p, c)",
-                (
-                    stream,
-                    epoch,
-                    [p.encode("utf-8") for p in members],
-                    [_coordinate_type(membership, p) for p in members],
-                ),
+                (stream, epoch, names, [_coordinate_type(membership, p) for p in members]),
+            )
+            conn.execute(
+                f"INSERT INTO {s}.missing_checkpoints (stream, epoch, partition) "
+                "SELECT %s, %s, p FROM unnest(%s::bytea[]) AS u(p)",
+                (stream, epoch, names),
             )
 
     def read_membership(self, stream: str, epoch: int | None = None) -> Membership:
+        """The membership of ``epoch`` or the current one.
+
+        Cost: one small statement (the current epoch) when this store object has
+        parsed that epoch's membership before, as memberships never change once
+        written; the body (O(partitions)) is fetched and parsed once per epoch.
+        """
         key = _name(stream, "stream")
         s = self._s
-        if epoch is not None:
-            _epoch(epoch, "epoch")
-            cached = self._memberships.get((stream, epoch))
-            if cached is not None:
-                return cached
+        if epoch is None:
+            rows = self._run(
+                f"SELECT current_epoch FROM {s}.streams WHERE stream = %s",
+                (key,),
+                write=False,
+                what="membership read",
+            )
+            if not rows:
+                raise _unknown(stream)
+            epoch = int(rows[0][0])
+        _epoch(epoch, "epoch")
+        cached = self._memberships.get((stream, epoch))
+        if cached is not None:
+            return cached
         rows = self._run(
             f"SELECT m.epoch, m.body, (SELECT array_agg(epoch ORDER BY epoch) FROM "
             f"{s}.memberships WHERE stream = t.stream) FROM {s}.streams t "
@@ -954,19 +1075,59 @@ class PostgresStore:
     def write_checkpoint(
         self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
     ) -> CheckpointWrite:
+        """One fenced checkpoint write: one statement. Cost: O(log N) for N partitions."""
         key = _name(stream, "stream")
         if expected_generation is not None:
             check_revision(expected_generation, "expected_generation")
-            _counter(expected_generation + 1, "generation")
         if not isinstance(checkpoint, Checkpoint):
             raise InvalidValue("checkpoint", checkpoint, "a Checkpoint is required")
+        query, params = self._checkpoint_statement(stream, key, expected_generation, checkpoint)
+        rows = self._run(query, params, write=True, what="checkpoint write")
+        return self._checkpoint_result(rows)
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """Many fenced checkpoint writes in one transaction, sent in one pipeline.
+
+        Each write is the same one statement as :meth:`write_checkpoint` (so each
+        is decided on its own row lock and generation); the statements, BEGIN and
+        COMMIT go to the server without waiting for each other's replies. They
+        are sent in (epoch, partition) order whatever the batch's order (writes
+        of one partition keep theirs), so concurrent batches take their row
+        locks in one global order and never deadlock.
+        Cost: one round trip and one WAL flush for the batch, O(B log N) for B
+        writes to an epoch of N partitions.
+        """
+        key = _name(stream, "stream")
+        batch = check_batch(writes)
+        if not batch:
+            return []
+        sent = sorted(range(len(batch)), key=lambda i: (batch[i][1].epoch, batch[i][1].partition))
+        statements = [self._checkpoint_statement(stream, key, *batch[i]) for i in sent]
+
+        def write(conn: psycopg.Connection[Any]) -> list[CheckpointWrite]:
+            with conn.pipeline(), conn.transaction():
+                cursors = [_send(conn, q, p) for q, p in statements]
+            answers = [self._checkpoint_result(list(cur.fetchall())) for cur in cursors]
+            results: list[CheckpointWrite] = [answers[0]] * len(batch)
+            for position, index in enumerate(sent):
+                results[index] = answers[position]
+            return results
+
+        return self._with_connection(write, True, "checkpoint batch write")
+
+    def _checkpoint_statement(
+        self, stream: str, key: bytes, expected_generation: int | None, checkpoint: Checkpoint
+    ) -> tuple[str, dict[str, object]]:
+        """The one statement that writes ``checkpoint`` iff its generation is the expected one."""
+        if expected_generation is not None:
+            _counter(expected_generation + 1, "generation")
         # Memberships never change once written, so a cached one is authoritative.
         membership = self._membership_for(stream, checkpoint.epoch)
         admit_checkpoint(stream, membership, checkpoint)
+        assert membership is not None
         generation = 1 if expected_generation is None else expected_generation + 1
         kind, at_int, at_str = encode_cut(checkpoint.cut)
-        write_id = uuid.uuid4()
-        params = {
+        params: dict[str, object] = {
             "stream": key,
             "epoch": Decimal(checkpoint.epoch),
             "partition": checkpoint.partition.encode("utf-8"),
@@ -977,20 +1138,32 @@ class PostgresStore:
             "generation": generation,
             "scope": checkpoint.scope.encode("utf-8"),
             "finality": checkpoint.finality.value,
-            "write_id": write_id,
+            "sort_key": cut_key(membership.order_of(checkpoint.partition), checkpoint.cut),
+            "scope_ok": checkpoint.scope == membership.scope,
+            "write_id": uuid.uuid4(),
             "expected": expected_generation,
         }
         s = self._s
         returned = f"c.write_id = %(write_id)s, {_prefixed('c', _CHECKPOINT_COLUMNS)}"
         if expected_generation is None:
             # One statement: insert generation 1, or lock the existing row (even one
-            # committed after this statement's snapshot) and return it unchanged.
-            query = f"""INSERT INTO {s}.checkpoints AS c (stream, epoch, partition, cut_kind,
-                    cut_int, cut_str, token, generation, scope, finality, write_id)
-                VALUES (%(stream)s, %(epoch)s, %(partition)s, %(kind)s, %(at_int)s, %(at_str)s,
-                    %(token)s, %(generation)s, %(scope)s, %(finality)s, %(write_id)s)
-                ON CONFLICT (stream, epoch, partition) DO UPDATE SET write_id = c.write_id
-                RETURNING {returned}"""
+            # committed after this statement's snapshot) and return it unchanged; and
+            # the member is no longer missing a checkpoint (deleted with the insert).
+            query = f"""WITH written AS (
+                    INSERT INTO {s}.checkpoints AS c (stream, epoch, partition, cut_kind,
+                        cut_int, cut_str, token, generation, scope, finality, sort_key,
+                        scope_ok, write_id)
+                    VALUES (%(stream)s, %(epoch)s, %(partition)s, %(kind)s, %(at_int)s,
+                        %(at_str)s, %(token)s, %(generation)s, %(scope)s, %(finality)s,
+                        %(sort_key)s, %(scope_ok)s, %(write_id)s)
+                    ON CONFLICT (stream, epoch, partition) DO UPDATE SET write_id = c.write_id
+                    RETURNING {returned}
+                ), found AS (
+                    DELETE FROM {s}.missing_checkpoints
+                    WHERE stream = %(stream)s AND epoch = %(epoch)s
+                      AND partition = %(partition)s
+                )
+                SELECT * FROM written"""
         else:
             # One statement: lock the row, write it iff its generation is the expected
             # one, and return the new checkpoint or the newer one that stays.
@@ -1002,7 +1175,8 @@ class PostgresStore:
                     UPDATE {s}.checkpoints c
                     SET cut_kind = %(kind)s, cut_int = %(at_int)s, cut_str = %(at_str)s,
                         token = %(token)s, generation = c.generation + 1, scope = %(scope)s,
-                        finality = %(finality)s, write_id = %(write_id)s
+                        finality = %(finality)s, sort_key = %(sort_key)s,
+                        scope_ok = %(scope_ok)s, write_id = %(write_id)s
                     FROM current
                     WHERE c.stream = current.stream AND c.epoch = current.epoch
                       AND c.partition = current.partition
@@ -1013,12 +1187,48 @@ class PostgresStore:
                 UNION ALL
                 SELECT false, {_prefixed("c", _CHECKPOINT_COLUMNS)} FROM current c
                 WHERE NOT EXISTS (SELECT 1 FROM written)"""
-        rows = self._run(query, params, write=True, what="checkpoint write")
+        return query, params
+
+    @staticmethod
+    def _checkpoint_result(rows: list[Row]) -> CheckpointWrite:
         if not rows:
             return CheckpointConflict(None)
         applied, *row = rows[0]
         stored = _checkpoint(tuple(row))
         return CheckpointApplied(stored) if applied else CheckpointConflict(stored)
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """The epoch's merge summary from four index probes in one statement (one snapshot).
+
+        Cost: O(log N) for N partitions and O(1) rows, whatever the number of
+        checkpoints, publishers or writes; the membership is fetched once per
+        store object.
+        """
+        key = _name(stream, "stream")
+        _epoch(epoch, "epoch")
+        membership = self._memberships.get((stream, epoch))
+        if membership is None:
+            membership = self.read_membership(stream, epoch)
+        rows = self._run(
+            self._summary_query,
+            {"stream": key, "epoch": Decimal(epoch)},
+            write=False,
+            what="merge summary read",
+        )
+        names: dict[str, list[str]] = {"m": [], "s": [], "p": []}
+        least: Cut | None = None
+        for tag, partition, kind, at_int, at_str in rows:
+            if tag == "c":
+                least = decode_cut(kind, at_int, at_str)
+            else:
+                names[tag].append(_str(partition))
+        return MergeSummary(
+            epoch,
+            missing=tuple(sorted(names["m"])),
+            wrong_scope=tuple(sorted(names["s"])),
+            provisional=tuple(sorted(names["p"])),
+            minimum=least if membership.order is not None else None,
+        )
 
     def _membership_for(self, stream: str, epoch: int) -> Membership | None:
         cached = self._memberships.get((stream, epoch))
@@ -1081,9 +1291,20 @@ class PostgresStore:
         self.close()
 
 
+def _send(conn: psycopg.Connection[Any], query: str, params: object) -> psycopg.Cursor[Any]:
+    """Every statement of an operation goes through here (one place to observe them)."""
+    cursor: psycopg.Cursor[Any] = conn.execute(query, params)  # type: ignore[call-overload]
+    return cursor
+
+
 def _fetch(conn: psycopg.Connection[Any], query: str, params: object) -> list[Row]:
-    cur = conn.execute(query, params)  # type: ignore[call-overload]
-    return list(cur.fetchall()) if cur.description is not None else []
+    cur = _send(conn, query, params)
+    # Rows only from a statement that returns them; asked of the result's status, not of
+    # ``cur.description`` (which builds a column object per column of every statement).
+    result = cur.pgresult
+    if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        return []
+    return list(cur.fetchall())
 
 
 def _prefixed(alias: str, columns: str) -> str:

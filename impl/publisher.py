@@ -6,6 +6,16 @@ checkpoints (exactly the reads of the conformance protocol's publisher level,
 in that order), merges them, and writes the merged cut conditionally on the
 revision it read. What it guarantees:
 
+- **Cost independent of the number of partitions.** When the store offers
+  ``read_merge_summary`` (every fencepost backend does) the checkpoint read is
+  one atomic read of the :class:`~fencepost.impl.merge.MergeSummary` (index
+  probes: O(log N) in the database, O(1) transferred), and the decision is
+  :func:`~fencepost.impl.merge.merge_summary`, the same rule :func:`merge`
+  applies to the whole vector. A store without it (the conformance wire) is
+  read with ``read_checkpoints`` and merged, O(N). Either way an attempt costs
+  O(1) in publishers and in history length (the record is one row), plus the
+  retries a conflict with another publisher causes.
+
 - **Fenced.** The write names the revision read; if another publisher moved the
   record first, the write loses, and the attempt rereads everything and
   recomputes before proposing again. A stale cut is never reused.
@@ -42,7 +52,7 @@ from typing import Protocol
 
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.errors import InvalidValue
-from fencepost.impl.merge import Withheld, WithheldReason, merge
+from fencepost.impl.merge import MergeSummary, Withheld, WithheldReason, merge, merge_summary
 from fencepost.impl.orders import Order
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import Applied, IndefiniteStoreError, PublicationWrite
@@ -100,7 +110,12 @@ class PublishResult:
 
 
 class PublisherStore(Protocol):
-    """The store calls a publisher makes (the conformance publisher level)."""
+    """The store calls a publisher makes (the conformance publisher level).
+
+    A store may also offer ``read_merge_summary(stream, epoch) -> MergeSummary``
+    (:class:`~fencepost.impl.stores.CheckpointStore`); the publisher then reads
+    that instead of ``read_checkpoints``.
+    """
 
     def read_publication(self, stream: str) -> PublicationRecord: ...
 
@@ -142,8 +157,31 @@ def decide(
 ) -> _Propose | _Stop:
     """The pure core of an attempt: what to write, or why to stop, given fresh reads.
 
-    Cost: one merge, O(P log P) in the P members of the membership.
+    Cost: O(N log N) for N members (the vector is merged with ``merge_rule``).
     """
+    return _decide_merged(record, membership, lambda: merge_rule(membership, checkpoints), policy)
+
+
+def decide_summary(
+    record: PublicationRecord,
+    membership: Membership,
+    summary: MergeSummary,
+    policy: Policy,
+) -> _Propose | _Stop:
+    """:func:`decide` from the store's :class:`~fencepost.impl.merge.MergeSummary` of the vector.
+
+    The same decision as :func:`decide` over the vector the summary was read
+    from (both go through :func:`~fencepost.impl.merge.merge_summary`), in O(1).
+    """
+    return _decide_merged(record, membership, lambda: merge_summary(membership, summary), policy)
+
+
+def _decide_merged(
+    record: PublicationRecord,
+    membership: Membership,
+    merged_by: Callable[[], Cut | Withheld],
+    policy: Policy,
+) -> _Propose | _Stop:
     if membership.epoch < record.epoch:
         return _Stop(
             Outcome.WITHHELD,
@@ -151,10 +189,11 @@ def decide(
             f"the record is at epoch {record.epoch} but the current membership read is epoch "
             f"{membership.epoch}; a claim for an older epoch is never written",
         )
-    merged = merge_rule(membership, checkpoints)
+    merged = merged_by()
     if isinstance(merged, Withheld):
         return _Stop(Outcome.WITHHELD, merged.reason, merged.detail)
-    order = membership.order_of(next(iter(sorted(membership.partitions))))
+    order = membership.order
+    assert order is not None  # merge gives a cut only when every member has the one order
     try:
         progress = compare_cuts(order, merged, record.cut)
     except InvalidValue:
@@ -265,13 +304,16 @@ class Publisher:
                 record = self.store.read_publication(self.stream)
                 known = record
                 membership = self.store.read_membership(self.stream)
-                checkpoints = self.store.read_checkpoints(self.stream, membership.epoch)
+                checkpoints = self._read_checkpoints(membership.epoch)
             except IndefiniteStoreError as exc:
                 retries += 1
                 self._emit("read_timeout", op_id, known, detail=str(exc))
                 continue
 
-            decision = self._decide(record, membership, checkpoints)
+            if isinstance(checkpoints, MergeSummary):
+                decision = decide_summary(record, membership, checkpoints, self.policy)
+            else:
+                decision = self._decide(record, membership, checkpoints)
             if isinstance(decision, _Stop):
                 proposal = decision.proposal
                 return result(decision.outcome, record, decision.reason, decision.detail)
@@ -311,13 +353,33 @@ class Publisher:
             retries += 1
             self._emit("conflict", op_id, written.record)
 
+    def _read_checkpoints(self, epoch: int) -> Sequence[Checkpoint] | MergeSummary:
+        """The attempt's one atomic read of ``epoch``'s checkpoints, which it decides from.
+
+        The store's ``read_merge_summary`` when it has one and this class decides
+        with the production rule: O(1) in partitions. Otherwise (a store without
+        it, or a subclass overriding :meth:`_decide`, which needs the vector)
+        ``read_checkpoints``: O(N).
+        """
+        summary_read: Callable[[str, int], MergeSummary] | None = getattr(
+            self.store, "read_merge_summary", None
+        )
+        if summary_read is not None and type(self)._decide is Publisher._decide:
+            return summary_read(self.stream, epoch)
+        return self.store.read_checkpoints(self.stream, epoch)
+
     def _decide(
         self,
         record: PublicationRecord,
         membership: Membership,
         checkpoints: Sequence[Checkpoint],
     ) -> _Propose | _Stop:
-        """What to do given fresh reads (:func:`decide` under this publisher's policy)."""
+        """What to do given fresh reads of the whole vector (:func:`decide` under this policy).
+
+        Called when the checkpoints were read as a vector (``read_checkpoints``).
+        A subclass that overrides it keeps receiving the whole vector: overriding
+        it switches the summary read off (:meth:`_read_checkpoints`).
+        """
         return decide(record, membership, checkpoints, self.policy)
 
     def _authoritative_read(self, op_id: str) -> PublicationRecord | None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from fencepost.impl.records import Checkpoint, Finality
 from fencepost.impl.stores import (
     CheckpointApplied,
     CheckpointStore,
+    CheckpointWrite,
     IndefiniteStoreError,
     OutcomeStore,
 )
@@ -50,6 +52,98 @@ _LOG = logging.getLogger("fencepost.reader")
 
 class IngestStore(CheckpointStore, OutcomeStore, Protocol):
     """The store calls a partition reader makes (the conformance checkpointer level)."""
+
+
+def own_checkpoint(
+    checkpoint: Checkpoint | None, partition: str, epoch: int, scope: str
+) -> Checkpoint | None:
+    """``checkpoint`` if it is a reader's own: final, of this partition, epoch and scope.
+
+    Anything else stored under the key is a misconfiguration (docs/semantics.md
+    section 8): it claims no coverage and gives no resume position.
+    """
+    if (
+        checkpoint is None
+        or checkpoint.partition != partition
+        or checkpoint.epoch != epoch
+        or checkpoint.scope != scope
+        or checkpoint.finality is not Finality.FINAL
+    ):
+        return None
+    return checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A checkpoint write is settled: ``checkpoint`` is what is stored now (it stays)."""
+
+    checkpoint: Checkpoint
+    decision: str
+
+    @property
+    def cut(self) -> Cut:
+        return self.checkpoint.cut
+
+    @property
+    def generation(self) -> int:
+        return self.checkpoint.generation
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """The claim is still strictly ahead of what is stored: write it again on ``expected``."""
+
+    expected: int | None
+    decision: str
+    cut: Cut
+
+    @property
+    def generation(self) -> int | None:
+        return self.expected
+
+
+def settle_write(
+    order: Order,
+    candidate: Checkpoint,
+    expected: int | None,
+    result: CheckpointWrite | None,
+    reread: Checkpoint | None,
+) -> Settled | Rewrite:
+    """What one conditional checkpoint write of ``candidate`` on ``expected`` came to.
+
+    ``result`` is the store's answer, or None when the response was lost; then
+    ``reread`` is the checkpoint an authoritative reread found. The rule,
+    shared by :class:`PartitionReader` and the batching
+    :class:`~fencepost.impl.multi_reader.MultiPartitionReader`:
+
+    - applied (acknowledged, or the reread shows ``candidate`` itself): settled;
+    - lost and the generation is still ``expected``: not applied, write again;
+    - otherwise another writer moved the checkpoint: what is stored now stays
+      if it is the writer's own kind (:func:`own_checkpoint`: a misconfigured
+      one claims nothing) and claims at least the candidate's cut (never
+      overwrite a claim at least as strong); else the candidate, still a true
+      claim strictly ahead, is written again on the generation just read.
+
+    Cost: O(1).
+    """
+    cut = candidate.cut
+    current: Checkpoint | None
+    if result is None:
+        current = reread
+        if current == candidate:
+            return Settled(candidate, "written_after_lost_response")
+        if (None if current is None else current.generation) == expected:
+            return Rewrite(expected, "write_not_applied", cut)
+    elif isinstance(result, CheckpointApplied):
+        return Settled(result.checkpoint, "written")
+    else:
+        current = result.checkpoint
+    kept = own_checkpoint(current, candidate.partition, candidate.epoch, candidate.scope)
+    if kept is not None and compare_cuts(order, kept.cut, cut) >= 0:
+        return Settled(kept, "kept_newer_checkpoint")
+    return Rewrite(
+        None if current is None else current.generation, "rewrite_on_newer_generation", cut
+    )
 
 
 class PartitionReader:
@@ -155,15 +249,7 @@ class PartitionReader:
         section 8): no coverage and no resume position. The pass starts from the
         beginning and its first write replaces it, conditional on its generation.
         """
-        if (
-            checkpoint is None
-            or checkpoint.partition != self.partition
-            or checkpoint.epoch != self.epoch
-            or checkpoint.scope != self.scope
-            or checkpoint.finality is not Finality.FINAL
-        ):
-            return None
-        return checkpoint
+        return own_checkpoint(checkpoint, self.partition, self.epoch, self.scope)
 
     # --- store and provider calls --------------------------------------------------
 
@@ -198,47 +284,37 @@ class PartitionReader:
         least ``cut`` it stays untouched; if ``cut`` is still strictly ahead it
         is written again on top of the generation just read (a true claim, and
         the stored cut still only grows). A lost response is settled by an
-        authoritative reread, never assumed either way.
+        authoritative reread, never assumed either way (:func:`settle_write`).
         """
         expected = None if stored is None else stored.generation
         for attempt in range(self.max_retries + 1):
-            candidate = Checkpoint(
-                partition=self.partition,
-                cut=cut,
-                token=token,
-                generation=1 if expected is None else expected + 1,
-                scope=self.scope,
-                epoch=self.epoch,
-                finality=Finality.FINAL,
-            )
-            current: Checkpoint | None
+            candidate = self._candidate(cut, token, expected)
             try:
                 result = self.store.write_checkpoint(self.stream, expected, candidate)
             except IndefiniteStoreError:
-                current = self._retry(self._read_checkpoint)
-                if current == candidate:
-                    self._log("written_after_lost_response", cut=cut, generation=current.generation)
-                    return current
-                current_generation = None if current is None else current.generation
-                if current_generation == expected:
-                    self._log("write_not_applied", cut=cut, attempt=attempt + 1)
-                    continue
+                step = settle_write(
+                    self.order, candidate, expected, None, self._retry(self._read_checkpoint)
+                )
             else:
-                if isinstance(result, CheckpointApplied):
-                    self._log("written", cut=cut, generation=result.checkpoint.generation)
-                    return result.checkpoint
-                current = result.checkpoint
-            # Another writer moved the checkpoint (reread done): never overwrite a claim at
-            # least as strong as ours (a misconfigured one claims nothing we trust).
-            kept = self._trusted(current)
-            if kept is not None and compare_cuts(self.order, kept.cut, cut) >= 0:
-                self._log("kept_newer_checkpoint", cut=kept.cut, generation=kept.generation)
-                return kept
-            expected = None if current is None else current.generation
-            self._log("rewrite_on_newer_generation", cut=cut, attempt=attempt + 1)
+                step = settle_write(self.order, candidate, expected, result, None)
+            self._log(step.decision, cut=step.cut, attempt=attempt + 1, generation=step.generation)
+            if isinstance(step, Settled):
+                return step.checkpoint
+            expected = step.expected
         # Budget spent: report what is known to be stored, never our unwritten claim.
         self._log("gave_up_writing", cut=cut)
         return self._retry(self._read_checkpoint)
+
+    def _candidate(self, cut: Cut, token: str | None, expected: int | None) -> Checkpoint:
+        return Checkpoint(
+            partition=self.partition,
+            cut=cut,
+            token=token,
+            generation=1 if expected is None else expected + 1,
+            scope=self.scope,
+            epoch=self.epoch,
+            finality=Finality.FINAL,
+        )
 
     def _log(self, decision: str, **fields: object) -> None:
         if not self.log.isEnabledFor(logging.DEBUG):

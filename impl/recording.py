@@ -42,15 +42,18 @@ from typing import Any, TypeVar
 
 from fencepost.impl.codec import checkpoint_to_json, cut_to_json, membership_to_json, record_to_json
 from fencepost.impl.cuts import Cut
+from fencepost.impl.merge import MergeSummary, summarize
 from fencepost.impl.publisher import Publisher, PublishResult
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
+    BatchWrite,
     CheckpointApplied,
     CheckpointWrite,
     IndefiniteStoreError,
     PublicationWrite,
     Store,
+    check_batch,
 )
 
 T = TypeVar("T")
@@ -447,6 +450,53 @@ class RecordingStore:
             _checkpoint_write,
             True,
         )
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """The summary of the vector this call reads and records as ``read_checkpoints``.
+
+        The audit judges a publisher's decision by the vector it was made from,
+        so a recorded publisher shows it the whole vector: O(N) for N members,
+        where the store's own summary read is O(log N). The summary is
+        :func:`~fencepost.impl.merge.summarize` of that vector against the
+        epoch's membership (immutable once written, read unrecorded).
+        """
+        checkpoints = self.read_checkpoints(stream, epoch)
+        return summarize(self.inner.read_membership(stream, epoch), checkpoints)
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """Recorded as one ``write_checkpoint`` per write, each announced ``pending`` first,
+        all sharing the batch's interval: the batch commits at one point inside it."""
+        batch = check_batch(writes)
+        clock = self.log.clock
+        t0 = clock()
+        heads = []
+        for expected, checkpoint in batch:
+            seq = self._seq
+            self._seq += 1
+            args = _encode(
+                {"expected_generation": expected, "checkpoint": checkpoint_to_json(checkpoint)}
+            )
+            head = self._head(seq, stream, "write_checkpoint", args, t0)
+            self.log.write_text(stream, head + ',"status":"pending"}\n')
+            heads.append(head)
+        try:
+            results = self.inner.write_checkpoints(stream, batch)
+        except IndefiniteStoreError as exc:
+            self._complete(stream, heads, "indefinite", _encode(str(exc)[:300]))
+            raise
+        except Exception as exc:
+            self._complete(stream, heads, "error", _encode(f"{type(exc).__name__}: {exc}"[:300]))
+            raise
+        t1 = clock()
+        for head, result in zip(heads, results, strict=True):
+            status, text = _checkpoint_write(result)
+            self.log.write_text(stream, f'{head},"t1":{t1},"status":"{status}","result":{text}}}\n')
+        return results
+
+    def _complete(self, stream: str, heads: Sequence[str], status: str, error: str) -> None:
+        t1 = self.log.clock()
+        for head in heads:
+            self.log.write_text(stream, f'{head},"t1":{t1},"status":"{status}","error":{error}}}\n')
 
     def record_outcome(self, stream: str, event_id: str, outcome: str) -> str:
         stored: str = self._call(

@@ -58,6 +58,8 @@ class Membership:
     scope: str
     partitions: Mapping[str, str]
     orders: Mapping[str, Order]
+    #: The distinct order names the members use, sorted; computed once at construction.
+    order_names: tuple[str, ...] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _int(self.epoch, "membership.epoch", minimum=0)
@@ -83,10 +85,22 @@ class Membership:
         # Freeze the mappings: a membership is a value.
         object.__setattr__(self, "partitions", MappingProxyType(dict(self.partitions)))
         object.__setattr__(self, "orders", MappingProxyType(dict(self.orders)))
+        # Kept so that a publication attempt learns "one order or several" in O(1),
+        # not O(partitions): the membership is immutable, so this never goes stale.
+        object.__setattr__(self, "order_names", tuple(sorted(set(self.partitions.values()))))
 
     def order_of(self, partition: str) -> Order:
         """The order of ``partition``'s coordinates."""
         return self.orders[self.partitions[partition]]
+
+    @property
+    def order(self) -> Order | None:
+        """The one order every member uses; None when there are no members or several orders.
+
+        O(1): read from :attr:`order_names`, computed when the membership was built.
+        """
+        names = self.order_names
+        return self.orders[names[0]] if len(names) == 1 else None
 
     def __hash__(self) -> int:
         return hash((self.epoch, self.scope, tuple(sorted(self.partitions.items()))))

@@ -42,11 +42,14 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import NOTHING, Cut, Endpoint
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.merge import DETAIL_NAMES, MergeSummary
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
+    BatchWrite,
     CheckpointApplied,
     CheckpointConflict,
     CheckpointWrite,
@@ -60,6 +63,7 @@ from fencepost.impl.stores import (
     UnknownStream,
     admit_checkpoint,
     admit_membership,
+    check_batch,
     check_name,
     check_revision,
 )
@@ -67,9 +71,14 @@ from fencepost.impl.stores import (
 #: ``PRAGMA application_id`` of a fencepost store ("FPST"): tells our files from others'.
 APPLICATION_ID = 0x46505354
 
+#: A data step of a migration: runs in the migration's transaction; ``path`` names the file
+#: in a :class:`StoreOpenError` when the stored data cannot be migrated.
+DataStep = Callable[[sqlite3.Connection, str], None]
+
 #: Schema migrations, applied in order; migration ``i`` brings ``user_version`` to ``i + 1``.
-#: Append new steps; never edit a released one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+#: Each step is an SQL statement or a :data:`DataStep`. Append new steps; never edit a
+#: released one.
+MIGRATIONS: tuple[tuple[str | DataStep, ...], ...] = (
     (
         """CREATE TABLE memberships (
             stream TEXT NOT NULL,
@@ -106,9 +115,111 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (stream, event_id)
         ) WITHOUT ROWID""",
     ),
+    # 2: what read_merge_summary probes instead of reading every checkpoint.
+    (
+        # The cut's sort key (fencepost.impl.cutkey: byte order is the cut order, ties
+        # broken by the published representation) and whether the scope is the epoch's.
+        "ALTER TABLE checkpoints ADD COLUMN sort_key BLOB",
+        "ALTER TABLE checkpoints ADD COLUMN scope_ok INTEGER CHECK (scope_ok IN (0, 1))",
+        # Members of an epoch without a checkpoint yet: written with the membership,
+        # deleted by the member's first checkpoint write, in the same transaction.
+        """CREATE TABLE missing_checkpoints (
+            stream TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            partition TEXT NOT NULL,
+            PRIMARY KEY (stream, epoch, partition)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX checkpoints_by_cut ON checkpoints (stream, epoch, sort_key)",
+        # The current epoch without touching membership bodies (O(partitions) each: a
+        # lookup in the table itself walks the body's overflow pages).
+        "CREATE INDEX memberships_by_epoch ON memberships (stream, epoch)",
+        "CREATE INDEX checkpoints_off_scope ON checkpoints (stream, epoch, partition) "
+        "WHERE scope_ok = 0",
+        "CREATE INDEX checkpoints_provisional ON checkpoints (stream, epoch, partition) "
+        "WHERE finality = 'provisional'",
+        lambda db, path: _index_existing_checkpoints(db, path),
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: Names of offending members a summary carries (fencepost.impl.merge.MergeSummary).
+_SUMMARY_NAMES = DETAIL_NAMES + 1
+
+#: The stream's existence and current (highest) epoch, from indexes only: reading the
+#: memberships table itself would walk an O(partitions) body.
+_CURRENT_EPOCH_QUERY = (
+    "SELECT EXISTS (SELECT 1 FROM publications WHERE stream = ?1), "
+    "(SELECT max(epoch) FROM memberships INDEXED BY memberships_by_epoch WHERE stream = ?1)"
+)
+
+#: The summary read: four index probes in ONE statement, hence one snapshot of the file.
+#: ``INDEXED BY`` pins each probe to its index: a scan would cost O(partitions).
+#: Row tags: m missing, s another scope, p provisional, c the least cut.
+_SUMMARY_QUERY = f"""
+SELECT 'm', partition, NULL, NULL FROM (
+    SELECT partition FROM missing_checkpoints WHERE stream = ?1 AND epoch = ?2
+    ORDER BY partition LIMIT {_SUMMARY_NAMES})
+UNION ALL SELECT 's', partition, NULL, NULL FROM (
+    SELECT partition FROM checkpoints INDEXED BY checkpoints_off_scope
+    WHERE stream = ?1 AND epoch = ?2 AND scope_ok = 0
+    ORDER BY partition LIMIT {_SUMMARY_NAMES})
+UNION ALL SELECT 'p', partition, NULL, NULL FROM (
+    SELECT partition FROM checkpoints INDEXED BY checkpoints_provisional
+    WHERE stream = ?1 AND epoch = ?2 AND finality = 'provisional'
+    ORDER BY partition LIMIT {_SUMMARY_NAMES})
+UNION ALL SELECT 'c', cut_kind, cut_type, cut_at FROM (
+    SELECT cut_kind, cut_type, cut_at FROM checkpoints INDEXED BY checkpoints_by_cut
+    WHERE stream = ?1 AND epoch = ?2 ORDER BY sort_key LIMIT 1)
+"""
+
+
+def _index_existing_checkpoints(db: sqlite3.Connection, path: str) -> None:
+    """Migration 2's data step: sort keys, scope flags and missing members of older data.
+
+    A row that cannot be read refuses the migration (nothing is changed: the
+    migration is one transaction) with a :class:`StoreOpenError` naming it.
+    """
+    memberships = db.execute("SELECT stream, epoch, body FROM memberships").fetchall()
+    for stream, epoch, body in memberships:
+        where = f"stream {stream!r} epoch {epoch}"
+        try:
+            membership = membership_from_json(json.loads(body), "body")
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise StoreOpenError(
+                path, f"the membership of {where} cannot be read ({exc}): the file is corrupt"
+            ) from None
+        rows = db.execute(
+            "SELECT partition, cut_kind, cut_type, cut_at, scope FROM checkpoints "
+            "WHERE stream = ? AND epoch = ?",
+            (stream, epoch),
+        ).fetchall()
+        present = set()
+        for partition, kind, tag, at, scope in rows:
+            if partition not in membership.partitions:
+                raise StoreOpenError(
+                    path,
+                    f"{where} has a checkpoint of {partition!r}, which is not a member: "
+                    "the file is corrupt",
+                )
+            present.add(partition)
+            order = membership.order_of(partition)
+            try:
+                cut = decode_cut(kind, tag, at).validated(order)
+            except ValueError as exc:
+                raise StoreOpenError(
+                    path, f"the checkpoint of {partition!r} in {where} cannot be read ({exc})"
+                ) from None
+            db.execute(
+                "UPDATE checkpoints SET sort_key = ?, scope_ok = ? "
+                "WHERE stream = ? AND epoch = ? AND partition = ?",
+                (cut_key(order, cut), int(scope == membership.scope), stream, epoch, partition),
+            )
+        db.executemany(
+            "INSERT INTO missing_checkpoints (stream, epoch, partition) VALUES (?, ?, ?)",
+            [(stream, epoch, p) for p in membership.partitions if p not in present],
+        )
+
 
 _MAX_INTEGER = 2**63 - 1
 _OUTCOME_CHUNK = 500
@@ -166,7 +277,7 @@ def _tables_of(version: int) -> list[str]:
         m.group(1)
         for step in MIGRATIONS[:version]
         for statement in step
-        if (m := re.match(r"\s*CREATE TABLE (\w+)", statement))
+        if isinstance(statement, str) and (m := re.match(r"\s*CREATE TABLE (\w+)", statement))
     ]
 
 
@@ -192,6 +303,10 @@ class SQLiteStore:
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.path = str(path)
         self._lock = threading.Lock()
+        # Memberships never change once written (one per epoch, never in place), so each
+        # (stream, epoch) is parsed once: an attempt or a checkpoint write must not cost
+        # O(partitions) in JSON parsing.
+        self._memberships_seen: dict[tuple[str, int], Membership] = {}
         self._db = self._connect(busy_timeout_ms)
         try:
             # Everything is checked by reading only: a file refused here is left
@@ -327,7 +442,10 @@ class SQLiteStore:
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             for step in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[step]:
-                    db.execute(statement)
+                    if isinstance(statement, str):
+                        db.execute(statement)
+                    else:
+                        statement(db, self.path)
                 db.execute(f"PRAGMA user_version = {step + 1}")
             db.execute("COMMIT")
         except BaseException:
@@ -423,12 +541,31 @@ class SQLiteStore:
         return {epoch: self._membership_body(stream, epoch, body) for epoch, body in rows}
 
     def _membership(self, db: sqlite3.Connection, stream: str, epoch: int) -> Membership | None:
+        """The membership of ``epoch`` (parsed once per store object), None if there is none."""
+        found = self._memberships_seen.get((stream, epoch))
+        if found is not None:
+            return found
         row = db.execute(
             "SELECT body FROM memberships WHERE stream = ? AND epoch = ?", (stream, epoch)
         ).fetchone()
         if row is None:
             return None
-        return self._membership_body(stream, epoch, row[0])
+        found = self._membership_body(stream, epoch, row[0])
+        self._memberships_seen[(stream, epoch)] = found
+        return found
+
+    def _insert_membership(
+        self, db: sqlite3.Connection, stream: str, membership: Membership, body: str
+    ) -> None:
+        """Store a new epoch's membership, each member listed as missing its checkpoint."""
+        db.execute(
+            "INSERT INTO memberships (stream, epoch, body) VALUES (?, ?, ?)",
+            (stream, membership.epoch, body),
+        )
+        db.executemany(
+            "INSERT INTO missing_checkpoints (stream, epoch, partition) VALUES (?, ?, ?)",
+            [(stream, membership.epoch, p) for p in membership.partitions],
+        )
 
     def _record(self, db: sqlite3.Connection, stream: str) -> PublicationRecord | None:
         row = db.execute(
@@ -487,10 +624,7 @@ class SQLiteStore:
                     f"stream {stream!r} already exists with another first membership; "
                     "use write_membership to add a new epoch, or another stream name"
                 )
-            db.execute(
-                "INSERT INTO memberships (stream, epoch, body) VALUES (?, ?, ?)",
-                (stream, membership.epoch, body),
-            )
+            self._insert_membership(db, stream, membership, body)
             db.execute(
                 "INSERT INTO publications (stream, epoch, cut_kind, revision) "
                 "VALUES (?, ?, 'nothing', 0)",
@@ -506,13 +640,16 @@ class SQLiteStore:
             check_revision(epoch, "epoch")
             _counter(epoch, "epoch")
         with self._cursor() as db:
-            self._require_stream(db, stream)
             if epoch is None:
-                row = db.execute(
-                    "SELECT epoch FROM memberships WHERE stream = ? ORDER BY epoch DESC LIMIT 1",
-                    (stream,),
-                ).fetchone()
-                epoch = int(row[0])
+                # One statement: the stream exists, and its current (highest) epoch.
+                exists, current = db.execute(_CURRENT_EPOCH_QUERY, (stream,)).fetchone()
+                if not exists:
+                    raise UnknownStream(
+                        f"stream {stream!r} does not exist: create it with create_stream first"
+                    )
+                epoch = int(current)
+            elif (stream, epoch) not in self._memberships_seen:
+                self._require_stream(db, stream)
             found = self._membership(db, stream, epoch)
         if found is None:
             raise DefiniteStoreError(f"stream {stream!r} has no membership for epoch {epoch}")
@@ -528,10 +665,7 @@ class SQLiteStore:
         def write(db: sqlite3.Connection) -> None:
             self._require_stream(db, stream)
             if admit_membership(stream, self._memberships(db, stream), membership):
-                db.execute(
-                    "INSERT INTO memberships (stream, epoch, body) VALUES (?, ?, ?)",
-                    (stream, membership.epoch, body),
-                )
+                self._insert_membership(db, stream, membership, body)
 
         self._transaction(write)
 
@@ -610,63 +744,147 @@ class SQLiteStore:
     def write_checkpoint(
         self, stream: str, expected_generation: int | None, checkpoint: Checkpoint
     ) -> CheckpointWrite:
+        """One fenced checkpoint write: one ``BEGIN IMMEDIATE`` transaction, one fsync.
+
+        Cost: O(log N) in the epoch's N partitions (the row, the cut index).
+        """
         check_name(stream, "stream")
         if expected_generation is not None:
             check_revision(expected_generation, "expected_generation")
-            _counter(expected_generation + 1, "generation")
         if not isinstance(checkpoint, Checkpoint):
             raise InvalidValue("checkpoint", checkpoint, "a Checkpoint is required")
-        _counter(checkpoint.epoch, "epoch")
-        generation = 1 if expected_generation is None else expected_generation + 1
-        kind, tag, at = encode_cut(checkpoint.cut)
-        values = (
-            kind,
-            tag,
-            at,
-            checkpoint.token,
-            generation,
-            checkpoint.scope,
-            checkpoint.finality.value,
-        )
-        key = (stream, checkpoint.epoch, checkpoint.partition)
+        batch = [(expected_generation, checkpoint)]
+        return self._transaction(lambda db: self._write_checkpoints(db, stream, batch))[0]
 
-        def write(db: sqlite3.Connection) -> CheckpointWrite:
-            self._require_stream(db, stream)
-            admit_checkpoint(stream, self._membership(db, stream, checkpoint.epoch), checkpoint)
-            if expected_generation is None:
-                changed = db.execute(
-                    "INSERT INTO checkpoints (cut_kind, cut_type, cut_at, token, generation, "
-                    "scope, finality, stream, epoch, partition) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (stream, epoch, partition) DO NOTHING",
-                    (*values, *key),
-                ).rowcount
-            else:
-                changed = db.execute(
-                    "UPDATE checkpoints SET cut_kind = ?, cut_type = ?, cut_at = ?, token = ?, "
-                    "generation = ?, scope = ?, finality = ? "
-                    "WHERE stream = ? AND epoch = ? AND partition = ? AND generation = ?",
-                    (*values, *key, expected_generation),
-                ).rowcount
-            if changed == 1:
-                stored = Checkpoint(
-                    checkpoint.partition,
-                    checkpoint.cut,
-                    checkpoint.token,
-                    generation,
-                    checkpoint.scope,
-                    checkpoint.epoch,
-                    checkpoint.finality,
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """Many fenced checkpoint writes in one ``BEGIN IMMEDIATE`` transaction, one fsync.
+
+        Cost: O(B log N) for B writes to an epoch of N partitions.
+        """
+        check_name(stream, "stream")
+        batch = check_batch(writes)
+        if not batch:
+            return []
+        return self._transaction(lambda db: self._write_checkpoints(db, stream, batch))
+
+    def _write_checkpoints(
+        self, db: sqlite3.Connection, stream: str, batch: Sequence[BatchWrite]
+    ) -> list[CheckpointWrite]:
+        """Admit every write, then apply each one conditionally on its own generation."""
+        prepared = []
+        for expected, checkpoint in batch:
+            if expected is not None:
+                _counter(expected + 1, "generation")
+            _counter(checkpoint.epoch, "epoch")
+            membership = self._membership(db, stream, checkpoint.epoch)
+            if membership is None:
+                self._require_stream(db, stream)
+            admit_checkpoint(stream, membership, checkpoint)
+            assert membership is not None
+            kind, tag, at = encode_cut(checkpoint.cut)
+            key = cut_key(membership.order_of(checkpoint.partition), checkpoint.cut)
+            prepared.append(
+                (
+                    expected,
+                    checkpoint,
+                    (
+                        kind,
+                        tag,
+                        at,
+                        checkpoint.token,
+                        1 if expected is None else expected + 1,
+                        checkpoint.scope,
+                        checkpoint.finality.value,
+                        key,
+                        int(checkpoint.scope == membership.scope),
+                        stream,
+                        checkpoint.epoch,
+                        checkpoint.partition,
+                    ),
                 )
-                return CheckpointApplied(stored)
-            row = db.execute(
-                f"SELECT {self._CHECKPOINT_COLUMNS} FROM checkpoints "
-                "WHERE stream = ? AND epoch = ? AND partition = ?",
-                key,
-            ).fetchone()
-            return CheckpointConflict(None if row is None else self._checkpoint_from_row(row))
+            )
+        return [self._write_one(db, expected, cp, values) for expected, cp, values in prepared]
 
-        return self._transaction(write)
+    def _write_one(
+        self,
+        db: sqlite3.Connection,
+        expected: int | None,
+        checkpoint: Checkpoint,
+        values: tuple[object, ...],
+    ) -> CheckpointWrite:
+        if expected is None:
+            changed = db.execute(
+                "INSERT INTO checkpoints (cut_kind, cut_type, cut_at, token, generation, "
+                "scope, finality, sort_key, scope_ok, stream, epoch, partition) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (stream, epoch, partition) DO NOTHING",
+                values,
+            ).rowcount
+            if changed == 1:
+                db.execute(
+                    "DELETE FROM missing_checkpoints "
+                    "WHERE stream = ? AND epoch = ? AND partition = ?",
+                    values[-3:],
+                )
+        else:
+            changed = db.execute(
+                "UPDATE checkpoints SET cut_kind = ?, cut_type = ?, cut_at = ?, token = ?, "
+                "generation = ?, scope = ?, finality = ?, sort_key = ?, scope_ok = ? "
+                "WHERE stream = ? AND epoch = ? AND partition = ? AND generation = ?",
+                (*values, expected),
+            ).rowcount
+        if changed == 1:
+            stored = Checkpoint(
+                checkpoint.partition,
+                checkpoint.cut,
+                checkpoint.token,
+                1 if expected is None else expected + 1,
+                checkpoint.scope,
+                checkpoint.epoch,
+                checkpoint.finality,
+            )
+            return CheckpointApplied(stored)
+        row = db.execute(
+            f"SELECT {self._CHECKPOINT_COLUMNS} FROM checkpoints "
+            "WHERE stream = ? AND epoch = ? AND partition = ?",
+            values[-3:],
+        ).fetchone()
+        return CheckpointConflict(None if row is None else self._checkpoint_from_row(row))
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """The epoch's merge summary from four index probes in one statement (one snapshot).
+
+        Cost: O(log N) for N partitions and O(1) rows, whatever the number of
+        checkpoints, publishers or writes; the membership is parsed once per
+        store object.
+        """
+        check_name(stream, "stream")
+        check_revision(epoch, "epoch")
+        _counter(epoch, "epoch")
+        with self._cursor() as db:
+            membership = self._membership(db, stream, epoch)
+            if membership is None:
+                self._require_stream(db, stream)
+                raise DefiniteStoreError(f"stream {stream!r} has no membership for epoch {epoch}")
+            rows = db.execute(_SUMMARY_QUERY, (stream, epoch)).fetchall()
+        names: dict[str, list[str]] = {"m": [], "s": [], "p": []}
+        least: Cut | None = None
+        for tag, a, b, c in rows:
+            if tag == "c":
+                try:
+                    least = decode_cut(a, b, c)
+                except ValueError as exc:
+                    where = f"stream={stream!r} epoch={epoch} (the least cut)"
+                    raise self._corrupt("checkpoints", where, exc) from None
+            else:
+                names[tag].append(a)
+        return MergeSummary(
+            epoch,
+            missing=tuple(sorted(names["m"])),
+            wrong_scope=tuple(sorted(names["s"])),
+            provisional=tuple(sorted(names["p"])),
+            minimum=least if membership.order is not None else None,
+        )
 
     # --- outcomes ------------------------------------------------------------------
 

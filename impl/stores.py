@@ -26,6 +26,7 @@ from typing import Protocol
 
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 
 
@@ -140,6 +141,9 @@ class CheckpointConflict:
 
 CheckpointWrite = CheckpointApplied | CheckpointConflict
 
+#: One write of a batch: ``(expected_generation, checkpoint)``, as ``write_checkpoint`` takes them.
+BatchWrite = tuple[int | None, Checkpoint]
+
 
 class PublicationStore(Protocol):
     """The publication record of each stream, written conditionally on its revision."""
@@ -209,6 +213,48 @@ class CheckpointStore(Protocol):
         ...
 
 
+class BatchCheckpointStore(Protocol):
+    """Many fenced checkpoint writes in one transaction: a reader serving many partitions."""
+
+    def write_checkpoints(self, stream: str, writes: Sequence[BatchWrite]) -> list[CheckpointWrite]:
+        """Many conditional checkpoint writes committed as one durable transaction.
+
+        Each ``(expected_generation, checkpoint)`` is decided exactly as
+        :meth:`write_checkpoint` decides it, in list order (a later write of the
+        same partition sees an earlier one applied), and its result comes back
+        at the same index: a write that loses its generation race loses alone
+        (:class:`CheckpointConflict`); the others apply. Every write is checked
+        before any is applied: one bad value or one checkpoint without a
+        durable membership naming its partition refuses the whole batch
+        (nothing is written). All applied writes become durable together, so
+        a crash or a lost response leaves all of them or none (an
+        :class:`IndefiniteStoreError` means: reread, as for one write).
+
+        Cost: one transaction and one fsync for the batch, O(B log N) for B
+        writes to an epoch of N partitions. Keep batches to a few thousand
+        writes: the store's write lock is held while one commits.
+        """
+        ...
+
+
+class SummaryStore(Protocol):
+    """The merge input of an epoch in one O(log N) read: a publisher at any number of partitions."""
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        """The :class:`~fencepost.impl.merge.MergeSummary` of ``epoch``, in one atomic read.
+
+        Equal to ``summarize(read_membership(stream, epoch), read_checkpoints(stream,
+        epoch))`` taken at one instant (one snapshot), so a publisher deciding
+        from it decides exactly as from the vector. Raises
+        :class:`DefiniteStoreError` when ``epoch`` has no membership.
+
+        Cost on the durable backends: a few index probes, O(log N) for N
+        partitions, and O(1) data transferred, whatever the number of
+        checkpoints, publishers or writes so far.
+        """
+        ...
+
+
 class OutcomeStore(Protocol):
     """Terminal outcomes of events, recorded idempotently by event id."""
 
@@ -225,7 +271,15 @@ class OutcomeStore(Protocol):
         ...
 
 
-class Store(PublicationStore, MembershipStore, CheckpointStore, OutcomeStore, Protocol):
+class Store(
+    PublicationStore,
+    MembershipStore,
+    CheckpointStore,
+    BatchCheckpointStore,
+    SummaryStore,
+    OutcomeStore,
+    Protocol,
+):
     """Everything one backend provides. ``close`` releases connections and files."""
 
     def close(self) -> None:
@@ -311,6 +365,23 @@ def admit_membership(stream: str, stored: Mapping[int, Membership], membership: 
             "and epochs only increase: write the new membership under a higher epoch"
         )
     return True
+
+
+def check_batch(writes: object) -> list[BatchWrite]:
+    """A batch of checkpoint writes, each ``(expected_generation or None, Checkpoint)``."""
+    if isinstance(writes, str | bytes) or not isinstance(writes, Sequence):
+        raise InvalidValue("writes", writes, "a list of (expected_generation, checkpoint) pairs")
+    batch: list[BatchWrite] = []
+    for i, item in enumerate(writes):
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidValue(f"writes[{i}]", item, "a pair (expected_generation, checkpoint)")
+        expected, checkpoint = item
+        if expected is not None:
+            check_revision(expected, f"writes[{i}].expected_generation")
+        if not isinstance(checkpoint, Checkpoint):
+            raise InvalidValue(f"writes[{i}].checkpoint", checkpoint, "a Checkpoint is required")
+        batch.append((expected, checkpoint))
+    return batch
 
 
 def admit_checkpoint(stream: str, membership: Membership | None, checkpoint: Checkpoint) -> None:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from fencepost.impl.cuts import Cut
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.provider import Page
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import CheckpointWrite, PublicationWrite, Store
@@ -186,7 +187,9 @@ class GatedStore:
     """The store every lockstep worker uses: each call waits for the controller's answer.
 
     It implements the calls the publisher and the partition reader make (the
-    publisher and checkpointer levels of the conformance protocol).
+    publisher and checkpointer levels of the conformance protocol). A publisher
+    over it reads the whole checkpoint vector (``read_checkpoints``); over
+    :class:`SummaryGatedStore` it reads the store's merge summary instead.
     """
 
     def read_publication(self, stream: str) -> PublicationRecord:
@@ -222,6 +225,14 @@ class GatedStore:
         return cast(dict[str, str], _worker().call("outcomes", args))
 
 
+class SummaryGatedStore(GatedStore):
+    """A :class:`GatedStore` that also offers ``read_merge_summary``: production publishers
+    over it take the summary path (one atomic read standing for ``read_checkpoints``)."""
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        return cast(MergeSummary, _worker().call("read_merge_summary", (stream, epoch)))
+
+
 class GatedProvider:
     """The provider every lockstep reader uses: the controller chooses each page."""
 
@@ -231,4 +242,5 @@ class GatedProvider:
 
 #: Shared, stateless: calls are routed to the worker whose thread makes them.
 GATED_STORE = GatedStore()
+GATED_SUMMARY_STORE = SummaryGatedStore()
 GATED_PROVIDER = GatedProvider()

@@ -33,7 +33,7 @@ from fencepost.model.machine import successors
 from fencepost.model.state import Action, Context, History, State
 from fencepost.properties.backends import StoreBackend
 from fencepost.properties.coordinates import Coordinates
-from fencepost.properties.lockstep import GATED_STORE, Call, Worker
+from fencepost.properties.lockstep import GATED_SUMMARY_STORE, Call, Worker
 from fencepost.properties.refinement_report import (
     Finding,
     RefinementFailure,
@@ -91,6 +91,11 @@ CALLS_PER_CRASH = 4
 CHECKPOINT_FAULTS = ("ack", "ack", "lose_after", "lose_before")
 
 END_PASS = "end the pass: an empty last page without a next token"
+
+#: A publisher's read of its epoch's checkpoints: the whole vector, or the store's merge
+#: summary of it (one atomic read of the same durable state: fencepost.impl.merge). Either
+#: stands for the model's ``read_checkpoints``; the decision made from it is then compared.
+CHECKPOINT_READS = ("read_checkpoints", "read_merge_summary")
 
 
 # --- per-process bookkeeping ---------------------------------------------------------
@@ -236,7 +241,7 @@ class MachineBase(RuleBasedStateMachine):
 
     def _new_publisher(self, model: int) -> Publisher:
         return self._publisher_cls(
-            GATED_STORE,
+            GATED_SUMMARY_STORE,  # production publishers decide from the store's summary
             self._stream,
             self.ctx.publisher_names[model],
             policy=self._policy,

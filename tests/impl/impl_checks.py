@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fencepost.impl.cuts import Cut, compare_cuts
-from fencepost.impl.merge import Withheld, merge
+from fencepost.impl.merge import MergeSummary, Withheld, merge, merge_summary
 from fencepost.impl.publisher import Outcome, Policy, PublishResult
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.simulated import SimulatedSource
@@ -60,8 +60,9 @@ def check_attempt(
     """Judge one publication attempt from its store calls (AssertionError if dishonest).
 
     - every write proposes exactly ``merge`` of the membership and checkpoints
-      read since the previous write, on the revision of the record read since
-      then: never a stale cut reused after a conflict or a lost response;
+      read since the previous write (``merge_summary`` of the summary read, on
+      the summary path), on the revision of the record read since then: never a
+      stale cut reused after a conflict or a lost response;
     - a write never goes back: older epoch never; within the epoch only a
       stronger cut; into a new epoch under monotone only a cut at least the
       record's;
@@ -72,7 +73,7 @@ def check_attempt(
     """
     record: PublicationRecord | None = None
     membership: Membership | None = None
-    checkpoints: Sequence[Checkpoint] | None = None
+    checkpoints: Sequence[Checkpoint] | MergeSummary | None = None
     op_ids: list[str] = []
     last_write: Call | None = None
     last_order: Any = None
@@ -85,7 +86,7 @@ def check_attempt(
             reads_after_last_write.append(call)
         elif call.op == "read_membership" and call.error is None:
             membership = call.result
-        elif call.op == "read_checkpoints" and call.error is None:
+        elif call.op in ("read_checkpoints", "read_merge_summary") and call.error is None:
             checkpoints = call.result
         elif call.op == "write_publication":
             _stream, expected, epoch, cut, op_id = call.args
@@ -93,7 +94,11 @@ def check_attempt(
                 "a write before the record, membership and checkpoints were read"
             )
             assert expected == record.revision, "the write does not name the revision just read"
-            merged = merge(membership, checkpoints)
+            merged = (
+                merge_summary(membership, checkpoints)
+                if isinstance(checkpoints, MergeSummary)
+                else merge(membership, checkpoints)
+            )
             assert not isinstance(merged, Withheld), f"wrote although the merge withheld: {merged}"
             assert epoch == membership.epoch and cut == merged, (
                 f"proposed ({epoch}, {cut}) but the fresh reads merge to "

@@ -122,9 +122,13 @@ class NoLazyDeletion(IncrementalFrontier):
     """Broken: trusts the heap top even when its partition has moved on."""
 
     def frontier(self) -> Cut | Withheld:
-        if self._missing or not self._heap or self._heap[0][0] == 0:
+        if not self._ok:
             return super().frontier()
-        return self._heap[0][4].cut
+        top = self._heap[0]
+        i = top % self._through if isinstance(top, int) else top[2]
+        latest = self._latest[i]
+        assert latest is not None
+        return latest.cut
 
 
 def test_the_cross_check_catches_a_frontier_without_lazy_deletion() -> None:

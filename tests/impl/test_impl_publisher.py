@@ -87,7 +87,7 @@ def test_publishes_the_minimum_exactly_as_certified() -> None:
     assert [c.op for c in recording.calls] == [
         "read_publication",
         "read_membership",
-        "read_checkpoints",
+        "read_merge_summary",
         "write_publication",
     ]
 
@@ -357,7 +357,7 @@ def test_read_timeouts_are_retried_within_budget() -> None:
     faulty = FaultyStore(store, plan={0: FaultKind.LOSE_BEFORE, 3: FaultKind.LOSE_BEFORE})
     result, _ = attempt(faulty)
     assert result.outcome is Outcome.PUBLISHED
-    assert [e.op for e in faulty.events] == ["read_publication", "read_checkpoints"]
+    assert [e.op for e in faulty.events] == ["read_publication", "read_merge_summary"]
 
 
 def test_read_timeouts_past_budget_give_up() -> None:

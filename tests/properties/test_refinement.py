@@ -12,6 +12,7 @@ fencing comparisons exist for.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import os
@@ -22,6 +23,7 @@ import pytest
 
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.memory import MemoryStore
+from fencepost.impl.merge import MergeSummary
 from fencepost.impl.postgres import PostgresStore
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, PublicationRecord
@@ -104,6 +106,8 @@ MUST_COVER = (
     "read_publication:authoritative:retry",
     "reshard:epoch 2",
     "publisher crash",
+    # production publishers decide from the store's merge summary (O(1) in partitions)
+    "impl read_merge_summary",
 )
 
 
@@ -165,6 +169,7 @@ def test_sqlite_backend_refines_the_model() -> None:
         "publisher crash",
         "write_publication:lost-applied",
         "write_checkpoint:conflict:keep",
+        "impl read_merge_summary",
     ):
         assert report.coverage.get(key), (key, report.coverage)
 
@@ -179,6 +184,7 @@ def test_postgres_backend_refines_the_model(pg_dsn: str, pg_schema: str) -> None
         backend.close()
     assert failure is None, "\n".join((*failure.findings, failure.program))
     assert stats.coverage["write_publication:ok"] > 0
+    assert stats.coverage["impl read_merge_summary"] > 0
 
 
 def test_the_reader_runs_with_its_production_settings() -> None:
@@ -296,6 +302,16 @@ class ForgetfulOutcomes(_Delegating):
         return self.inner.record_outcome(stream, event_id, outcome)
 
 
+class SummaryBlindToMissing(_Delegating):
+    """Summarises only the members that have a checkpoint: an idle member is skipped."""
+
+    def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
+        summary = self.inner.read_merge_summary(stream, epoch)
+        if summary.minimum is None:
+            return summary
+        return dataclasses.replace(summary, missing=())
+
+
 def broken_backend(wrapper: Callable[[MemoryStore], object]) -> StoreBackend:
     inner = MemoryStore()
     store: Store = wrapper(inner)  # type: ignore[assignment]
@@ -308,6 +324,7 @@ def broken_backend(wrapper: Callable[[MemoryStore], object]) -> StoreBackend:
         (UnfencedPublication, {"store-fencing"}),
         (UnfencedCheckpoints, {"store-fencing"}),
         (ForgetfulOutcomes, {"state-outcomes"}),
+        (SummaryBlindToMissing, {"publisher-decision"}),
     ],
 )
 def test_store_bugs_are_caught(
