@@ -52,7 +52,8 @@ from fencepost.audit.run import audit_ops
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.postgres import PostgresStore, quote_ident
+from fencepost.impl.postgres import PostgresStore
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.publisher import Outcome, Publisher
 from fencepost.impl.recording import LogWriter, RecordingStore
 from fencepost.impl.records import Checkpoint, Membership

@@ -46,7 +46,8 @@ from baseline import StatementLog, postgres_dsn, rounds
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.postgres import PostgresStore, quote_ident
+from fencepost.impl.postgres import PostgresStore
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.publisher import Outcome, Publisher, _Propose, _Stop
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.sqlite import _CURRENT_EPOCH_QUERY as SQLITE_READ_EPOCH

@@ -60,6 +60,11 @@ holding a transaction-scoped advisory lock derived from the schema name, so
 concurrent starters never race: the first applies, the others wait and find
 the work done. A schema written by a newer fencepost is refused.
 
+Layout: how values map to columns is in :mod:`~.postgres_values`, the numbered
+migrations and their lock in :mod:`~.postgres_schema`, the per-operation deadline
+and the definite / indefinite classification of failures in
+:mod:`~.postgres_deadline`; this module holds the store's operations.
+
 Fork safety: a :class:`PostgresStore` owns a connection pool with background
 threads; create it in the process that uses it (after ``fork``), never share
 one across processes.
@@ -67,18 +72,13 @@ one across processes.
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-import itertools
 import json
 import os
 import select
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -86,14 +86,43 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
 from psycopg import pq
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
-from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.codec import membership_from_json
 from fencepost.impl.cutkey import cut_key
-from fencepost.impl.cuts import NOTHING, Cut, Endpoint
+from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.merge import DETAIL_NAMES, MergeSummary
-from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
+from fencepost.impl.postgres_deadline import (
+    _LOST_CONNECTION,
+    DEFINITE_CONNECT_FAILURES,
+    READ_ATTEMPTS,
+    READ_RETRY_SECONDS,
+    _Deadlines,
+    redact,
+)
+from fencepost.impl.postgres_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    _migration_lock_key,
+    quote_ident,
+)
+from fencepost.impl.postgres_values import (
+    _CHECKPOINT_COLUMNS,
+    _RECORD_COLUMNS,
+    Row,
+    _checkpoint,
+    _coordinate_type,
+    _counter,
+    _epoch,
+    _membership_body,
+    _name,
+    _record,
+    _str,
+    decode_cut,
+    encode_cut,
+)
+from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,
     BatchWrite,
@@ -111,7 +140,6 @@ from fencepost.impl.stores import (
     admit_checkpoint,
     admit_membership,
     check_batch,
-    check_name,
     check_revision,
 )
 
@@ -121,122 +149,7 @@ DSN_ENV = "FENCEPOST_DATABASE_URL"
 #: The PostgreSQL schema holding fencepost's tables unless another is named.
 DEFAULT_SCHEMA = "fencepost"
 
-_BIGINT_MAX = 2**63 - 1
-
 T = TypeVar("T")
-Row = tuple[Any, ...]
-
-#: A data step of a migration: ``(connection, quoted schema, location)``, run in the
-#: migration's transaction; ``location`` names the store in a :class:`StoreOpenError`.
-DataStep = Callable[[psycopg.Connection[Any], str, str], None]
-
-#: Schema migrations: ``(version, description, statements)``; ``{s}`` is the quoted
-#: schema name; a statement may be a :data:`DataStep`. Append new steps; never edit a
-#: released one.
-MIGRATIONS: tuple[tuple[int, str, tuple[str | DataStep, ...]], ...] = (
-    (
-        1,
-        "streams, memberships, members, publications, checkpoints, outcomes",
-        (
-            """CREATE TABLE {s}.streams (
-                stream bytea PRIMARY KEY,
-                initial_epoch numeric NOT NULL
-                    CHECK (initial_epoch >= 0 AND scale(initial_epoch) = 0),
-                current_epoch numeric NOT NULL CHECK (current_epoch >= initial_epoch)
-            )""",
-            """CREATE TABLE {s}.memberships (
-                stream bytea NOT NULL REFERENCES {s}.streams (stream),
-                epoch numeric NOT NULL CHECK (epoch >= 0 AND scale(epoch) = 0),
-                body text NOT NULL,
-                PRIMARY KEY (stream, epoch)
-            )""",
-            # One row per member: what checkpoints reference, so the database itself
-            # refuses a checkpoint whose epoch has no durable membership naming it, or
-            # whose coordinate type does not fit the member's order.
-            """CREATE TABLE {s}.members (
-                stream bytea NOT NULL,
-                epoch numeric NOT NULL,
-                partition bytea NOT NULL,
-                coordinate text NOT NULL CHECK (coordinate IN ('int', 'str')),
-                PRIMARY KEY (stream, epoch, partition),
-                UNIQUE (stream, epoch, partition, coordinate),
-                FOREIGN KEY (stream, epoch) REFERENCES {s}.memberships (stream, epoch)
-            )""",
-            """CREATE TABLE {s}.publications (
-                stream bytea PRIMARY KEY REFERENCES {s}.streams (stream),
-                epoch numeric NOT NULL CHECK (epoch >= 0 AND scale(epoch) = 0),
-                cut_kind text NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
-                cut_int numeric CHECK (scale(cut_int) = 0),
-                cut_str bytea,
-                revision bigint NOT NULL CHECK (revision >= 0),
-                op_id bytea,
-                CHECK ((cut_kind = 'nothing') = (num_nonnulls(cut_int, cut_str) = 0)),
-                CHECK (num_nonnulls(cut_int, cut_str) <= 1)
-            )""",
-            """CREATE TABLE {s}.checkpoints (
-                stream bytea NOT NULL,
-                epoch numeric NOT NULL,
-                partition bytea NOT NULL,
-                cut_kind text NOT NULL CHECK (cut_kind IN ('nothing', 'before', 'through')),
-                cut_int numeric CHECK (scale(cut_int) = 0),
-                cut_str bytea,
-                coordinate text GENERATED ALWAYS AS (
-                    CASE WHEN cut_int IS NOT NULL THEN 'int'
-                         WHEN cut_str IS NOT NULL THEN 'str' END) STORED,
-                token bytea,
-                generation bigint NOT NULL CHECK (generation >= 1),
-                scope bytea NOT NULL,
-                finality text NOT NULL CHECK (finality IN ('final', 'provisional')),
-                write_id uuid NOT NULL,
-                PRIMARY KEY (stream, epoch, partition),
-                CONSTRAINT checkpoint_member FOREIGN KEY (stream, epoch, partition)
-                    REFERENCES {s}.members (stream, epoch, partition),
-                CONSTRAINT checkpoint_order FOREIGN KEY (stream, epoch, partition, coordinate)
-                    REFERENCES {s}.members (stream, epoch, partition, coordinate),
-                CHECK ((cut_kind = 'nothing') = (num_nonnulls(cut_int, cut_str) = 0)),
-                CHECK (num_nonnulls(cut_int, cut_str) <= 1)
-            )""",
-            """CREATE TABLE {s}.outcomes (
-                stream bytea NOT NULL REFERENCES {s}.streams (stream),
-                event_id bytea NOT NULL,
-                outcome bytea NOT NULL,
-                PRIMARY KEY (stream, event_id)
-            )""",
-        ),
-    ),
-    (
-        2,
-        "indexes read_merge_summary probes: cut sort keys, scope flags, missing members",
-        (
-            # The cut's sort key (fencepost.impl.cutkey: byte order is the cut order, ties
-            # broken by the published representation) and whether the scope is the epoch's.
-            "ALTER TABLE {s}.checkpoints ADD COLUMN sort_key bytea, ADD COLUMN scope_ok boolean",
-            # Members of an epoch without a checkpoint yet: written with the membership,
-            # deleted by the statement that writes the member's first checkpoint.
-            """CREATE TABLE {s}.missing_checkpoints (
-                stream bytea NOT NULL,
-                epoch numeric NOT NULL,
-                partition bytea NOT NULL,
-                PRIMARY KEY (stream, epoch, partition),
-                FOREIGN KEY (stream, epoch, partition)
-                    REFERENCES {s}.members (stream, epoch, partition)
-            )""",
-            # A B-tree entry holds at most ~2.7 kB, and a coordinate has any size: the index
-            # holds the key's first 1 kB; ties of that prefix are ordered by the whole key.
-            # Partial on a predicate only the summary states (every row has a sort key), so
-            # the planner can never pick it for a lookup by (stream, epoch, partition), even
-            # on a table that was never analyzed: that would scan the epoch for one row.
-            "CREATE INDEX checkpoints_by_cut ON {s}.checkpoints "
-            "(stream, epoch, substring(sort_key FROM 1 FOR 1024)) WHERE sort_key IS NOT NULL",
-            "CREATE INDEX checkpoints_off_scope ON {s}.checkpoints (stream, epoch, partition) "
-            "WHERE NOT scope_ok",
-            "CREATE INDEX checkpoints_provisional ON {s}.checkpoints (stream, epoch, partition) "
-            "WHERE finality = 'provisional'",
-            lambda conn, s, location: _index_existing_checkpoints(conn, s, location),
-        ),
-    ),
-)
-
 #: Names of offending members a summary carries (fencepost.impl.merge.MergeSummary).
 _SUMMARY_NAMES = DETAIL_NAMES + 1
 
@@ -263,253 +176,7 @@ UNION ALL (SELECT 'c', NULL, cut_kind, cut_int, cut_str FROM {s}.checkpoints
 """
 
 
-def _index_existing_checkpoints(conn: psycopg.Connection[Any], s: str, location: str) -> None:
-    """Migration 2's data step: sort keys, scope flags and missing members of older data."""
-    memberships = conn.execute(f"SELECT stream, epoch, body FROM {s}.memberships").fetchall()
-    for stream, epoch, body in memberships:
-        name = _str(stream)
-        membership = membership_from_json(json.loads(body), f"memberships[{name}][{epoch}]")
-        rows = conn.execute(
-            f"SELECT partition, cut_kind, cut_int, cut_str, scope FROM {s}.checkpoints "
-            "WHERE stream = %s AND epoch = %s",
-            (stream, epoch),
-        ).fetchall()
-        present = set()
-        for partition, kind, at_int, at_str, scope in rows:
-            member = _str(partition)
-            if member not in membership.partitions:  # pragma: no cover - the foreign key
-                raise StoreOpenError(
-                    location, f"stream {name!r} epoch {epoch}: checkpoint of non-member {member!r}"
-                )
-            present.add(member)
-            key = cut_key(membership.order_of(member), decode_cut(kind, at_int, at_str))
-            conn.execute(
-                f"UPDATE {s}.checkpoints SET sort_key = %s, scope_ok = %s "
-                "WHERE stream = %s AND epoch = %s AND partition = %s",
-                (key, _str(scope) == membership.scope, stream, epoch, partition),
-            )
-        missing = [p.encode("utf-8") for p in membership.partitions if p not in present]
-        if missing:
-            conn.execute(
-                f"INSERT INTO {s}.missing_checkpoints (stream, epoch, partition) "
-                "SELECT %s, %s, p FROM unnest(%s::bytea[]) AS u(p)",
-                (stream, epoch, missing),
-            )
-
-
-#: The newest schema version this code knows.
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a PostgreSQL identifier, quoted (``"a""b"`` for ``a"b``)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def redact(dsn: str) -> str:
-    """``dsn`` without its password, fit for an error message or a log line."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparsable PostgreSQL URL>"
-    if "password" in params:
-        params["password"] = "***"
-    return make_conninfo("", **params)
-
-
-def _migration_lock_key(schema: str) -> int:
-    """A stable signed 64-bit advisory-lock key for migrating ``schema``."""
-    digest = hashlib.sha256(f"fencepost-migrate:{schema}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-# --- values <-> columns --------------------------------------------------------------
-
-
-def _name(value: object, field: str) -> bytes:
-    """A name as stored: its UTF-8 bytes (refused by name when it has none)."""
-    return check_name(value, field).encode("utf-8")
-
-
-def _str(value: bytes | memoryview) -> str:
-    return bytes(value).decode("utf-8")
-
-
-def _epoch(value: object, field: str) -> int:
-    return check_revision(value, field)
-
-
-def _counter(value: int, field: str) -> int:
-    if value > _BIGINT_MAX:
-        raise DefiniteStoreError(
-            f"{field} {value} does not fit the PostgreSQL store (at most 2**63-1); "
-            "counters that large are not meaningful"
-        )
-    return value
-
-
-def encode_cut(cut: Cut) -> tuple[str, Decimal | None, bytes | None]:
-    """``(kind, integer coordinate, UTF-8 string coordinate)``: exact for any coordinate."""
-    if cut.endpoint is Endpoint.NOTHING:
-        return ("nothing", None, None)
-    if type(cut.at) is int:
-        return (cut.endpoint.value, Decimal(cut.at), None)
-    assert type(cut.at) is str
-    return (cut.endpoint.value, None, cut.at.encode("utf-8"))
-
-
-def decode_cut(kind: str, at_int: Decimal | None, at_str: bytes | None) -> Cut:
-    """The inverse of :func:`encode_cut`."""
-    if kind == "nothing":
-        return NOTHING
-    if at_int is not None:
-        return Cut(Endpoint(kind), int(at_int))
-    if at_str is not None:
-        return Cut(Endpoint(kind), bytes(at_str).decode("utf-8"))
-    raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
-
-
-def _record(row: Row) -> PublicationRecord:
-    epoch, kind, at_int, at_str, revision, op_id = row
-    return PublicationRecord(
-        int(epoch),
-        decode_cut(kind, at_int, at_str),
-        revision,
-        None if op_id is None else _str(op_id),
-    )
-
-
-def _checkpoint(row: Row) -> Checkpoint:
-    partition, epoch, kind, at_int, at_str, token, generation, scope, finality = row
-    return Checkpoint(
-        partition=_str(partition),
-        cut=decode_cut(kind, at_int, at_str),
-        token=None if token is None else _str(token),
-        generation=generation,
-        scope=_str(scope),
-        epoch=int(epoch),
-        finality=Finality(finality),
-    )
-
-
-def _membership_body(membership: Membership) -> str:
-    # ensure_ascii: the body is plain ASCII, so any name survives the text column.
-    return json.dumps(membership_to_json(membership), sort_keys=True, ensure_ascii=True)
-
-
-def _coordinate_type(membership: Membership, partition: str) -> str:
-    return "int" if membership.order_of(partition).kind == "integer" else "str"
-
-
-_RECORD_COLUMNS = "epoch, cut_kind, cut_int, cut_str, revision, op_id"
-_CHECKPOINT_COLUMNS = (
-    "partition, epoch, cut_kind, cut_int, cut_str, token, generation, scope, finality"
-)
-
-
-# --- the per-operation deadline --------------------------------------------------------
-
-
-class _Deadlines:
-    """Shuts down a connection's socket when its operation outlives its deadline.
-
-    psycopg's blocking calls have no timeout of their own, and a reply that never
-    comes (a peer that vanished without a reset) would block a publisher forever.
-    Shutting the socket down makes the pending call fail at once, which the store
-    reports as indefinite. One daemon thread serves every connection of a store;
-    an entry is removed, under the lock, before its connection goes back to the
-    pool, so a late expiry can never hit the connection's next user.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int]] = []
-        self._live: dict[int, int] = {}  # ticket -> our duplicate of the socket's fd
-        self._tickets = itertools.count()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def arm(self, fd: int, seconds: float) -> int:
-        with self._cond:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="fencepost-pg-deadlines", daemon=True
-                )
-                self._thread.start()
-            ticket = next(self._tickets)
-            # A duplicate keeps the socket itself (not a number the kernel could reuse
-            # for another connection once psycopg closes its fd) until disarmed.
-            self._live[ticket] = os.dup(fd)
-            due = time.monotonic() + seconds
-            # Wake the thread only if this deadline is now the earliest (rarely: all
-            # deadlines are the same length ahead), not on every operation.
-            wake = not self._heap or due < self._heap[0][0]
-            heapq.heappush(self._heap, (due, ticket))
-            if wake:
-                self._cond.notify()
-            return ticket
-
-    def disarm(self, ticket: int) -> None:
-        with self._cond:
-            fd = self._live.pop(ticket, None)
-        if fd is not None:
-            os.close(fd)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            for fd in self._live.values():
-                os.close(fd)
-            self._live.clear()
-            self._cond.notify()
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._closed:
-                while self._heap and self._heap[0][1] not in self._live:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait()
-                    continue
-                due, ticket = self._heap[0]
-                wait = due - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                heapq.heappop(self._heap)
-                fd = self._live.pop(ticket)
-                sock = socket.socket(fileno=fd)  # takes ownership of our duplicate
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
-
-
 # --- the store ---------------------------------------------------------------------------
-
-#: Connection failures that retrying cannot cure: (text libpq puts in the message, what
-#: it means). psycopg gives no SQLSTATE for a refused connection, so the text decides.
-DEFINITE_CONNECT_FAILURES: tuple[tuple[str, str], ...] = (
-    ("does not exist", "the database or the role does not exist"),
-    ("password authentication failed", "the password was refused"),
-    ("no pg_hba.conf entry", "the server refuses this user, host or database (pg_hba.conf)"),
-    ("authentication failed", "authentication failed"),
-    ("Connection refused", "nothing listens on that host and port"),
-    ("failed to resolve host", "the host name does not resolve"),
-    ("could not translate host name", "the host name does not resolve"),
-    ("invalid sslmode value", "the sslmode is not one libpq knows"),
-    ("does not support SSL", "the server does not support SSL, but the URL requires it"),
-    ("invalid connection option", "the URL has an option libpq does not know"),
-    ("invalid integer value", "a numeric URL option is not a number"),
-)
-
-#: SQLSTATEs of a connection that was lost: connection exceptions, admin/crash shutdown,
-#: cannot connect now.
-_LOST_CONNECTION = ("08", "57P01", "57P02", "57P03")
-
-#: Seconds (at most) spent retrying a read whose connection was lost (and at most
-#: :data:`READ_ATTEMPTS` tries): a read changes nothing, so another try is always safe.
-READ_RETRY_SECONDS = 10.0
-READ_ATTEMPTS = 4
 
 
 class PostgresStore:

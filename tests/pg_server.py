@@ -31,7 +31,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from fencepost.impl.postgres import DSN_ENV, PostgresStore, quote_ident
+from fencepost.impl.postgres import DSN_ENV, PostgresStore
+from fencepost.impl.postgres_schema import quote_ident
 
 _SESSION: dict[str, object] = {}
 

@@ -33,7 +33,9 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl.cuts import Cut
-from fencepost.impl.postgres import PostgresStore, quote_ident, redact, split_schema
+from fencepost.impl.postgres import PostgresStore, split_schema
+from fencepost.impl.postgres_deadline import redact
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.providers.outbox_load import (
     Figures,
     LateCommit,

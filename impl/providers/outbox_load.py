@@ -47,7 +47,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl.cuts import Cut, compare_cuts
-from fencepost.impl.postgres import quote_ident
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.provider import Event, ProviderTimeout
 from fencepost.impl.providers.postgres_outbox import XID8_ORDER, PostgresOutbox
 from fencepost.impl.publisher import Publisher

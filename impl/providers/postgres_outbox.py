@@ -92,7 +92,7 @@ from psycopg import errors as pg_errors
 from fencepost.impl.cuts import Cut, Endpoint
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.postgres import redact
+from fencepost.impl.postgres_deadline import redact
 from fencepost.impl.provider import Claim, Event, Page, ProviderTimeout
 from fencepost.impl.records import Membership
 

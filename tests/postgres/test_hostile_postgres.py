@@ -23,7 +23,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from fencepost.cli import main
 from fencepost.impl import postgres
 from fencepost.impl.orders import IntegerOrder
-from fencepost.impl.postgres import PostgresStore, open_postgres, quote_ident
+from fencepost.impl.postgres import PostgresStore, open_postgres
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.records import Membership, PublicationRecord
 from fencepost.impl.stores import IndefiniteStoreError, StoreOpenError
 

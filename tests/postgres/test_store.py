@@ -14,14 +14,9 @@ from pg_server import drop_schema, fresh_schema
 from fencepost.impl.cuts import Cut
 from fencepost.impl.open import open_store
 from fencepost.impl.orders import IntegerOrder, StringOrder
-from fencepost.impl.postgres import (
-    DSN_ENV,
-    SCHEMA_VERSION,
-    PostgresStore,
-    _migration_lock_key,
-    quote_ident,
-    redact,
-)
+from fencepost.impl.postgres import DSN_ENV, PostgresStore
+from fencepost.impl.postgres_deadline import redact
+from fencepost.impl.postgres_schema import SCHEMA_VERSION, _migration_lock_key, quote_ident
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
     Applied,

@@ -21,7 +21,8 @@ import pytest
 from fencepost.impl.cuts import Cut
 from fencepost.impl.merge import merge_summary, summarize
 from fencepost.impl.orders import IntegerOrder, StringOrder
-from fencepost.impl.postgres import PostgresStore, quote_ident
+from fencepost.impl.postgres import PostgresStore
+from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.records import Checkpoint, Finality, Membership
 from fencepost.impl.sqlite import SQLiteStore
 from fencepost.impl.stores import Store, StoreOpenError
