@@ -50,9 +50,10 @@ from fencepost.impl.postgres import PostgresStore
 from fencepost.impl.postgres_schema import quote_ident
 from fencepost.impl.publisher import Outcome, Publisher, _Propose, _Stop
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
-from fencepost.impl.sqlite import _CURRENT_EPOCH_QUERY as SQLITE_READ_EPOCH
-from fencepost.impl.sqlite import _SUMMARY_QUERY as SQLITE_SUMMARY
-from fencepost.impl.sqlite import SQLiteStore, encode_cut
+from fencepost.impl.sqlite import SQLiteStore
+from fencepost.impl.sqlite_schema import _CURRENT_EPOCH_QUERY as SQLITE_READ_EPOCH
+from fencepost.impl.sqlite_schema import _SUMMARY_QUERY as SQLITE_SUMMARY
+from fencepost.impl.sqlite_schema import encode_cut
 from fencepost.impl.stores import CheckpointApplied, Store
 
 ORDER = IntegerOrder("offsets", successor_exact=True)

@@ -19,7 +19,8 @@ import pytest
 from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.records import Checkpoint, Membership
-from fencepost.impl.sqlite import SCHEMA_VERSION, SQLiteStore
+from fencepost.impl.sqlite import SQLiteStore
+from fencepost.impl.sqlite_schema import SCHEMA_VERSION
 from fencepost.impl.stores import (
     CorruptStore,
     StoreBehind,

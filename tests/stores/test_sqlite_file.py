@@ -13,11 +13,11 @@ from fencepost.impl.memory import MemoryStore
 from fencepost.impl.open import OPENERS, open_store
 from fencepost.impl.orders import IntegerOrder
 from fencepost.impl.records import Membership, PublicationRecord
-from fencepost.impl.sqlite import (
+from fencepost.impl.sqlite import SQLiteStore
+from fencepost.impl.sqlite_schema import (
     APPLICATION_ID,
     MIGRATIONS,
     SCHEMA_VERSION,
-    SQLiteStore,
     decode_cut,
     encode_cut,
 )

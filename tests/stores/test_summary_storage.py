@@ -136,7 +136,7 @@ def big_stream(store: Store) -> None:
 
 
 def test_the_sqlite_summary_probes_indexes_only(tmp_path: Path) -> None:
-    from fencepost.impl.sqlite import _CURRENT_EPOCH_QUERY, _SUMMARY_QUERY
+    from fencepost.impl.sqlite_schema import _CURRENT_EPOCH_QUERY, _SUMMARY_QUERY
 
     store = SQLiteStore(tmp_path / "plan.db")
     big_stream(store)
