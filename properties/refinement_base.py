@@ -25,7 +25,7 @@ from fencepost.impl.provider import Event
 from fencepost.impl.publisher import Outcome, Policy, Publisher, PublishResult
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Membership
-from fencepost.impl.stores import Store
+from fencepost.impl.stores import IndefiniteStoreError, Store
 from fencepost.model.config import ModelConfig
 from fencepost.model.cuts import Cut as MCut
 from fencepost.model.cuts import rank
@@ -33,7 +33,7 @@ from fencepost.model.machine import successors
 from fencepost.model.state import Action, Context, History, State
 from fencepost.properties.backends import StoreBackend
 from fencepost.properties.coordinates import Coordinates
-from fencepost.properties.lockstep import GATED_SUMMARY_STORE, Call, Worker
+from fencepost.properties.lockstep import GATED_SUMMARY_STORE, Call, Reply, Worker
 from fencepost.properties.refinement_report import (
     Finding,
     RefinementFailure,
@@ -297,6 +297,27 @@ class MachineBase(RuleBasedStateMachine):
             judged = self._judge()
             findings.extend(sorted(judged, key=lambda f: f.kind != "invariant"))
         raise RefinementFailure(self._current, findings, self._trace)
+
+    def _release_write(
+        self, worker: Worker, call: Call, fault: str, applied_type: type
+    ) -> tuple[str, Reply]:
+        """Release a conditional write under ``fault``; the outcome in the model's words.
+
+        ``ack``: the store runs it and the caller sees the reply (``ok`` or
+        ``conflict``); ``lose_after``: the store runs it and the reply is lost
+        (``lost-applied`` or ``lost-not-applied``, by what the store did);
+        ``lose_before``: the request is lost before the store, so nothing is applied.
+        ``applied_type`` is the store's reply type for an applied write.
+        """
+        lost = IndefiniteStoreError(f"injected: the response to {call} was lost")
+        if fault not in ("ack", "lose_after"):
+            return "lost-not-applied", Reply(error=lost)
+        written = worker.perform(call)
+        applied = isinstance(written, applied_type)
+        self._trace.append(f"impl: the store {'applies' if applied else 'refuses'} it")
+        if fault == "ack":
+            return ("ok" if applied else "conflict"), Reply(written)
+        return ("lost-applied" if applied else "lost-not-applied"), Reply(error=lost)
 
     def _pick(self, data: st.DataObject, label: str, options: Sequence[str]) -> int:
         return list(options).index(data.draw(st.sampled_from(options), label=label))

@@ -205,23 +205,12 @@ class PublisherSide(MachineBase):
         offered = {a.outcome for a, _ in self._moves("write_publication", name)}
         if fault == "in_flight" and "in-flight" not in offered:
             fault = "lose_before"
-        lost = IndefiniteStoreError(f"injected: the response to {call} was lost")
-        reply: Reply
-        if fault in ("ack", "lose_after"):
-            written = worker.perform(call)
-            applied = isinstance(written, Applied)
-            if fault == "ack":
-                outcome = "ok" if applied else "conflict"
-                reply = Reply(written)
-            else:
-                outcome = "lost-applied" if applied else "lost-not-applied"
-                reply = Reply(error=lost)
-            self._trace.append(f"impl: the store {'applies' if applied else 'refuses'} it")
-        elif fault == "lose_before":
-            outcome, reply = "lost-not-applied", Reply(error=lost)
-        else:
+        if fault == "in_flight":
             self._held.append(Held(s.model, call))
+            lost = IndefiniteStoreError(f"injected: the response to {call} was lost")
             outcome, reply = "in-flight", Reply(error=lost)
+        else:
+            outcome, reply = self._release_write(worker, call, fault, Applied)
         mcut = self._coords.cut_to_model(cut)
         assert mcut is not None  # checked against the proposal before the call was released
         if fault == "ack" and outcome == "ok":

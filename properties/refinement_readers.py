@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fencepost.impl.provider import Claim, Event, Page
 from fencepost.impl.records import Checkpoint, Finality
-from fencepost.impl.stores import CheckpointApplied, IndefiniteStoreError
+from fencepost.impl.stores import CheckpointApplied
 from fencepost.model.state import (
     FETCHED,
     IDLE,
@@ -251,20 +251,7 @@ class ReaderSide(MachineBase):
         _, expected, checkpoint = call.args
         assert isinstance(checkpoint, Checkpoint)
         self._trace.append(f"impl: reader {name} calls {call}")
-        lost = IndefiniteStoreError(f"injected: the response to {call} was lost")
-        reply: Reply
-        if fault in ("ack", "lose_after"):
-            written = worker.perform(call)
-            applied = isinstance(written, CheckpointApplied)
-            if fault == "ack":
-                outcome = "ok" if applied else "conflict"
-                reply = Reply(written)
-            else:
-                outcome = "lost-applied" if applied else "lost-not-applied"
-                reply = Reply(error=lost)
-            self._trace.append(f"impl: the store {'applies' if applied else 'refuses'} it")
-        else:
-            outcome, reply = "lost-not-applied", Reply(error=lost)
+        outcome, reply = self._release_write(worker, call, fault, CheckpointApplied)
         move = self._one("write_checkpoint", name, lambda a: a.outcome == outcome)
         if move is None:
             pname = self.ctx.partition_names[s.partition]
