@@ -1,7 +1,8 @@
 """Shared pytest configuration.
 
 Fast tests run by default. Long explorations and soak runs carry
-``@pytest.mark.slow`` and run with ``--run-slow`` (CI runs them, bounded).
+``@pytest.mark.slow`` and run with ``--run-slow``, in their bounded form (CI runs
+them so); ``--run-slow --full-length`` runs them whole (tests/lengths.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+from lengths import Length
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
@@ -30,8 +32,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-slow",
         action="store_true",
         default=False,
-        help="also run tests marked slow (long explorations, soak and crash runs)",
+        help="also run tests marked slow (long explorations, soak and crash runs), bounded",
     )
+    parser.addoption(
+        "--full-length",
+        action="store_true",
+        default=False,
+        help="with --run-slow: run the slow tests whole instead of bounded (about an hour)",
+    )
+
+
+@pytest.fixture
+def length(request: pytest.FixtureRequest) -> Length:
+    """The slow tests' length: bounded by default, whole under ``--full-length``."""
+    return Length(full=bool(request.config.getoption("--full-length")))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

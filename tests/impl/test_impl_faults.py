@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from impl_checks import Monotone, check_checkpoints_true, check_sound
+from lengths import Length
 
 from fencepost.impl.cuts import Cut, minimum, same_claim
 from fencepost.impl.faults import Crash, FaultKind, FaultyStore
@@ -165,6 +166,6 @@ def test_crash_and_restart_from_the_sqlite_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_crash_and_restart_many_seeds(tmp_path: Path) -> None:
-    for seed in range(20):
+def test_crash_and_restart_many_seeds(tmp_path: Path, length: Length) -> None:
+    for seed in range(length.pick(full=20, bounded=10)):
         crash_and_restart(tmp_path, seed)

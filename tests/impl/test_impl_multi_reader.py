@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from impl_checks import Monotone, check_checkpoints_true, check_sound
+from lengths import Length
 
 from fencepost.impl.cuts import Cut, minimum, same_claim
 from fencepost.impl.faults import Crash, FaultyStore
@@ -222,8 +223,8 @@ def test_crashes_before_and_after_a_batch_restart_from_the_file(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_faults_many_seeds(tmp_path: Path) -> None:
-    for seed in range(12):
+def test_faults_many_seeds(tmp_path: Path, length: Length) -> None:
+    for seed in range(length.pick(full=12, bounded=6)):
         run_with_faults(tmp_path, seed, crash=seed % 2 == 1)
 
 

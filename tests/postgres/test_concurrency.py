@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from lengths import Length
 from pg_server import drop_schema, fresh_schema
 
 from fencepost.audit.log import read_ops
@@ -143,5 +144,8 @@ def test_with_lost_responses_zero_anomalies(pg_dsn: str, tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_eight_publishers_four_readers_long_run(pg_dsn: str, tmp_path: Path) -> None:
-    check_run(pg_dsn, tmp_path, coordinates=300, seconds=300, lost=0.02)
+def test_eight_publishers_four_readers_long_run(
+    pg_dsn: str, tmp_path: Path, length: Length
+) -> None:
+    coordinates = length.pick(full=300, bounded=150)
+    check_run(pg_dsn, tmp_path, coordinates=coordinates, seconds=300, lost=0.02)

@@ -5,7 +5,7 @@ After recovery the recorded history (a killed process's call in flight counts as
 indefinite) must show no anomaly: no publication or checkpoint regression, no
 stale read of a write acknowledged before the crash, no unsound claim; every
 event under the final frontier has its durable outcome, and progress resumed to
-the final cut. The fast forms run by default; ``--run-slow`` runs longer ones.
+the final cut. The fast forms run by default; ``--run-slow`` runs longer ones, ``--full-length`` longer still.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from lengths import Length
 from pg_server import RestartablePostgres, drop_schema, fresh_schema
 
 from fencepost.audit.log import read_ops
@@ -149,8 +150,17 @@ def assert_recovered(workload: Workload, report: Report, label: str) -> None:
 
 
 #: size -> (coordinates per partition, seconds of chaos, mean seconds between kills,
-#: readers' mean rest between passes): the work outlasts the chaos.
-SIZES = {"fast": (25, 5.0, 0.35, 0.3), "slow": (150, 60.0, 0.3, 0.8)}
+#: readers' mean rest between passes): the work outlasts the chaos. "slow" is the
+#: --run-slow length (CI), "long" the --full-length one.
+SIZES = {
+    "fast": (25, 5.0, 0.35, 0.3),
+    "slow": (80, 25.0, 0.3, 0.8),
+    "long": (150, 60.0, 0.3, 0.8),
+}
+
+
+def _slow(length: Length) -> str:
+    return "long" if length.full else "slow"
 
 
 def _sqlite(tmp_path: Path, size: str) -> None:
@@ -176,8 +186,8 @@ def test_kill_9_workers_on_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_kill_9_workers_on_sqlite_long(tmp_path: Path) -> None:
-    _sqlite(tmp_path, "slow")
+def test_kill_9_workers_on_sqlite_long(tmp_path: Path, length: Length) -> None:
+    _sqlite(tmp_path, _slow(length))
 
 
 def _postgres(pg_dsn: str, tmp_path: Path, size: str) -> None:
@@ -209,8 +219,8 @@ def test_kill_9_workers_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_kill_9_workers_on_postgres_long(pg_dsn: str, tmp_path: Path) -> None:
-    _postgres(pg_dsn, tmp_path, "slow")
+def test_kill_9_workers_on_postgres_long(pg_dsn: str, tmp_path: Path, length: Length) -> None:
+    _postgres(pg_dsn, tmp_path, _slow(length))
 
 
 @pytest.fixture
@@ -303,6 +313,6 @@ def test_postgres_restart_and_crash_under_load(
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_postgres_restart_and_crash_under_load_long(
-    restartable: RestartablePostgres, tmp_path: Path
+    restartable: RestartablePostgres, tmp_path: Path, length: Length
 ) -> None:
-    _restarts(restartable, tmp_path, "slow")
+    _restarts(restartable, tmp_path, _slow(length))

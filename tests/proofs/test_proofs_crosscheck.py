@@ -21,6 +21,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from lengths import Length
 
 from fencepost.impl.cuts import Cut, Endpoint, compare_cuts
 from fencepost.impl.merge import Withheld, WithheldReason, merge
@@ -157,9 +158,9 @@ def test_string_compare_agrees_with_z3_up_to_the_two_known_ties() -> None:
 
 
 @pytest.mark.slow
-def test_string_compare_agrees_with_z3_long_run() -> None:
+def test_string_compare_agrees_with_z3_long_run(length: Length) -> None:
     # Each string decision is a Z3 string-theory query (~50 ms): the long run is opt-in.
-    string_agreement(compare_cuts, examples=300)()
+    string_agreement(compare_cuts, examples=length.pick(full=300, bounded=100))()
 
 
 @pytest.mark.parametrize(

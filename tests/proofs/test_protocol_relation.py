@@ -5,8 +5,9 @@
    exactly the encoded next state (the formulas Z3 proves things about,
    evaluated on finite states). Fast by default: every transition of small
    configurations and of a sample of the default explorations; ``--run-slow``:
-   every transition of the default exploration of every part
-   (``FENCEPOST_RELATION_STRIDE=n`` checks every n-th state's instead).
+   every 6th state's transitions of the default exploration of every part, and
+   with ``--full-length`` every transition (``FENCEPOST_RELATION_STRIDE=n``
+   checks every n-th state's instead).
 2. Successors Z3 finds from sampled reachable states are successors in the model.
 3. Reachable states satisfy every lemma (the lemmas are true of the model).
 Teeth: a relation that forgets an update, or a guard, is caught by each.
@@ -14,13 +15,13 @@ Teeth: a relation that forgets an update, or a guard, is caught by each.
 
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lengths import Length
 
 from fencepost.model.config import DEFAULTS, ModelConfig, default_config
 from fencepost.model.explorer import ExploreResult, explore
@@ -38,7 +39,7 @@ from fencepost.properties.protocol_relation import (
 )
 from fencepost.properties.protocol_state import normalize
 
-#: Every n-th reachable state's transitions by default (1 with --run-slow).
+#: Every n-th reachable state's transitions by default (fewer with --run-slow).
 STRIDE = 25
 #: Reachable states sampled per part for Z3 successors (more with --run-slow).
 SAMPLES = 4
@@ -110,10 +111,10 @@ def test_sampled_transitions_of_the_default_exploration_are_in_the_relation(
 @pytest.mark.slow
 @pytest.mark.parametrize("part", sorted(DEFAULTS))
 def test_every_transition_of_the_default_exploration_is_in_the_relation(
-    explorations: dict[str, ExploreResult], part: str
+    explorations: dict[str, ExploreResult], part: str, length: Length
 ) -> None:
     result = explorations[part]
-    stride = int(os.environ.get("FENCEPOST_RELATION_STRIDE", "1"))
+    stride = length.pick(full=1, bounded=6, env="FENCEPOST_RELATION_STRIDE")
     n, _, bad = _check_all(result.representatives[::stride])
     assert not bad, "\n".join(bad)
     if stride == 1:
@@ -162,9 +163,9 @@ def test_successors_z3_finds_are_successors_in_the_model(
 @pytest.mark.slow
 @pytest.mark.parametrize("part", sorted(DEFAULTS))
 def test_successors_z3_finds_from_many_states_are_successors_in_the_model(
-    explorations: dict[str, ExploreResult], part: str
+    explorations: dict[str, ExploreResult], part: str, length: Length
 ) -> None:
-    count = int(os.environ.get("FENCEPOST_Z3_SUCCESSOR_SAMPLES", "40"))
+    count = length.pick(full=40, bounded=16, env="FENCEPOST_Z3_SUCCESSOR_SAMPLES")
     _, bad = _z3_vs_model(_sample(explorations[part], count, seed=16), part)
     assert not bad, "\n".join(bad[:5])
 
@@ -194,10 +195,10 @@ def test_sampled_reachable_states_satisfy_every_lemma(
 @pytest.mark.slow
 @pytest.mark.parametrize("part", sorted(DEFAULTS))
 def test_reachable_states_satisfy_every_lemma(
-    explorations: dict[str, ExploreResult], part: str
+    explorations: dict[str, ExploreResult], part: str, length: Length
 ) -> None:
-    """Every 4th reachable state by default; FENCEPOST_LEMMA_STRIDE=1 checks them all."""
-    stride = int(os.environ.get("FENCEPOST_LEMMA_STRIDE", "4"))
+    """Every 4th reachable state (12th bounded); FENCEPOST_LEMMA_STRIDE=1 checks them all."""
+    stride = length.pick(full=4, bounded=12, env="FENCEPOST_LEMMA_STRIDE")
     assert not _lemma_failures(explorations[part].representatives[::stride], part)
 
 

@@ -1,8 +1,8 @@
 """The refinement check: production code in lockstep with the formal model.
 
 Fast by default (each backend well under a minute, derandomized so CI sees the
-same examples every run); ``--run-slow`` adds long and seeded runs and the
-mutant table on SQLite with shrinking. The teeth: every known bug of the one
+same examples every run); ``--run-slow`` adds long and seeded runs and
+mutants on SQLite with shrinking (three bounded, all with ``--full-length``). The teeth: every known bug of the one
 catalog (:data:`fencepost.mutants.CATALOG`) that lives in a publisher or a
 reader, planted into the implementation by subclassing, is caught with the
 finding it is expected to show, and so are store bugs the abstraction and
@@ -15,11 +15,11 @@ import contextlib
 import dataclasses
 import inspect
 import itertools
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from lengths import Length
 
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.memory import MemoryStore
@@ -252,8 +252,20 @@ def test_each_mutant_is_caught(name: str) -> None:
     caught(run_refinement("memory", MUTANT_EXAMPLES, None, mutant=name, shrink=False), name)
 
 
+#: The mutants run on SQLite (and shrunk) in the bounded run: one publisher, one reader
+#: and one cutover bug. The mutants live in the publisher and the reader, not in the
+#: store, and the fast suite catches every one on the memory store; this run shows the
+#: SQLite backend shrinks to a replayable program. --full-length runs every mutant.
+ON_SQLITE_WHEN_BOUNDED = ("compare-swap", "relabel", "epoch-blind")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.name == "test_each_mutant_is_caught_on_sqlite_and_shrinks":
+        full = bool(metafunc.config.getoption("--full-length"))
+        metafunc.parametrize("name", WORKER_MUTANTS if full else ON_SQLITE_WHEN_BOUNDED)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", WORKER_MUTANTS)
 def test_each_mutant_is_caught_on_sqlite_and_shrinks(name: str) -> None:
     failure = caught(run_refinement("sqlite", MUTANT_EXAMPLES, None, mutant=name), name)
     assert failure.program.startswith("state = "), failure.program
@@ -361,20 +373,22 @@ def test_the_fencing_wrappers_really_break_fencing() -> None:
 
 # --- slow: longer and seeded runs ---------------------------------------------------
 
+
 #: Examples per long run; CI's bounded form uses the default, soak runs raise it.
-LONG_EXAMPLES = int(os.environ.get("FENCEPOST_LONG_EXAMPLES", "600"))
+def _long_examples(length: Length) -> int:
+    return length.pick(full=600, bounded=200, env="FENCEPOST_LONG_EXAMPLES")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [None, 1, 2])
-def test_memory_backend_long_run(seed: int | None) -> None:
-    report = run_refinement("memory", LONG_EXAMPLES, seed)
+def test_memory_backend_long_run(seed: int | None, length: Length) -> None:
+    report = run_refinement("memory", _long_examples(length), seed)
     assert report.passed, explain(report)
 
 
 @pytest.mark.slow
-def test_sqlite_backend_long_run() -> None:
-    report = run_refinement("sqlite", LONG_EXAMPLES // 2, None)
+def test_sqlite_backend_long_run(length: Length) -> None:
+    report = run_refinement("sqlite", _long_examples(length) // 2, None)
     assert report.passed, explain(report)
 
 
