@@ -5,7 +5,8 @@ After recovery the recorded history (a killed process's call in flight counts as
 indefinite) must show no anomaly: no publication or checkpoint regression, no
 stale read of a write acknowledged before the crash, no unsound claim; every
 event under the final frontier has its durable outcome, and progress resumed to
-the final cut. The fast forms run by default; ``--run-slow`` runs longer ones, ``--full-length`` longer still.
+the final cut. The fast forms run by default; ``--run-slow`` runs longer ones,
+``--full-length`` longer still.
 """
 
 from __future__ import annotations

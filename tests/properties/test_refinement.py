@@ -2,7 +2,8 @@
 
 Fast by default (each backend well under a minute, derandomized so CI sees the
 same examples every run); ``--run-slow`` adds long and seeded runs and
-mutants on SQLite with shrinking (three bounded, all with ``--full-length``). The teeth: every known bug of the one
+mutants on SQLite with shrinking (three bounded, all with ``--full-length``).
+The teeth: every known bug of the one
 catalog (:data:`fencepost.mutants.CATALOG`) that lives in a publisher or a
 reader, planted into the implementation by subclassing, is caught with the
 finding it is expected to show, and so are store bugs the abstraction and
