@@ -42,9 +42,22 @@ from typing import Any
 import networkx as nx
 
 from fencepost.model.config import ModelConfig
-from fencepost.model.cuts import NOTHING
+from fencepost.model.cuts import NOTHING, Cut
 from fencepost.model.invariants import INVARIANTS, Invariant
-from fencepost.model.machine import initial, successors
+from fencepost.model.machine import (
+    PublisherMoves,
+    Write,
+    history_after,
+    initial,
+    local_moves,
+    published,
+    publisher_moves,
+    reshard_moves,
+    resharded,
+    successors,
+    with_partition,
+    write_dropped,
+)
 from fencepost.model.sometimes import Sometimes, applicable
 from fencepost.model.state import (
     CONFIRMED,
@@ -55,9 +68,12 @@ from fencepost.model.state import (
     READER_PHASES,
     REREADING,
     Action,
+    Context,
+    History,
     Partition,
     Publisher,
     Reader,
+    Record,
     State,
 )
 
@@ -94,10 +110,17 @@ class ExploreProgress:
     depth: int
     seconds: float
     memory: int
+    #: Growth of the resident set since the exploration started (bytes).
+    memory_growth: int = 0
 
     @property
     def states_per_second(self) -> float:
         return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def bytes_per_state(self) -> float:
+        """Resident-set growth since the start per distinct state so far."""
+        return self.memory_growth / self.states if self.states else 0.0
 
 
 _CLAIMS = (PUBLISHED, CONFIRMED)
@@ -150,15 +173,38 @@ def canonical_key(state: State, symmetry: bool = True) -> Hashable:
     return (state.epoch, rec.epoch, rec.cut, state.history, tuple(parts), tuple(pubs))
 
 
-class _Keyer:
-    """Canonical keys, computed incrementally for the explorer.
+#: How a candidate successor differs from the state it leaves (see :class:`_Keys`).
+_LOCAL = 0  # partition ``index`` replaced
+_RESHARD = 1  # next membership epoch, partition ``index`` replaced (-1: none)
+_PUBLISHER = 2  # publisher ``index`` replaced, record untouched
+_WRITE = 3  # the store applied a publication write (record, history), then publisher ``index``
 
-    Each distinct abstract partition / publisher is interned to a small int, so
-    a key is a short tuple of ints (cheap to hash); equal abstractions get equal
-    ints, so sorting the ints is the same symmetry reduction as sorting the
-    abstractions. A successor reuses its parent's ints for every partition and
-    publisher object it shares with the parent (transitions rebuild only what
-    they change), so most keys cost a few identity tests.
+#: One candidate successor: (action, key, kind, index, payload, ids). ``payload`` is the
+#: replaced partition or publisher (with the write for ``_WRITE``); ``ids`` the new
+#: abstract id of the replaced part, with the new head for ``_RESHARD``, or the new
+#: publisher ids and head for ``_WRITE``.
+_Candidate = tuple[Action, tuple[int, ...], int, int, Any, Any]
+
+
+class _Keys:
+    """Canonical keys of the explorer, as flat tuples of small ints.
+
+    Each distinct abstract partition / publisher (:func:`_partition_abstract`,
+    :func:`_publisher_abstract`) is interned to a small int, and so is each
+    distinct *head* (membership epoch, the record less its revision and op id,
+    the history): a key is ``(head, partition ids..., publisher ids...)``, each
+    group sorted under symmetry reduction (sorting equal ints is sorting equal
+    abstractions, so this is the reduction :func:`canonical_key` describes),
+    and carries the same information as :func:`canonical_key`. A key is a tuple
+    of ``1 + partitions + publishers`` small ints (about 100 bytes at the
+    default bounds).
+
+    The ids of a successor's new part are memoized beside the model's own memo
+    of the moves (:func:`~fencepost.model.machine.local_moves`,
+    :func:`~fencepost.model.machine.publisher_moves`), so a successor's key
+    costs a list copy, a sort of a few ints and one tuple, without building
+    the successor. The tables grow with the distinct partitions, publishers
+    (with the record revision) and heads met, far fewer than the states.
     """
 
     def __init__(self, symmetry: bool) -> None:
@@ -166,6 +212,16 @@ class _Keyer:
         self.interned: dict[Hashable, int] = {}
         self.partition_ids: dict[Partition, int] = {}
         self.publisher_ids: dict[tuple[Publisher, int], int] = {}
+        self.heads: dict[tuple[int, int, Cut, History], int] = {}
+        self.head_parts: list[tuple[int, int, Cut, History]] = []
+        #: (i, epoch, partition) -> its local moves with the new partition's id (no readers).
+        self.local_memo: dict[tuple[int, int, Partition], list[tuple[Action, Partition, int]]] = {}
+        #: id(the model's move list) -> (that list, per move: the publisher's id after it).
+        self.publisher_memo: dict[int, tuple[PublisherMoves, list[int]]] = {}
+        #: (head, epoch, cut) -> the head once the record is written (epoch, cut).
+        self.head_after: dict[tuple[int, int, Cut], int] = {}
+        #: (publisher, revision) -> its id once another's write moves the revision on.
+        self.after_write: dict[tuple[Publisher, int], int] = {}
 
     def partition_id(self, part: Partition) -> int:
         got = self.partition_ids.get(part)
@@ -184,44 +240,156 @@ class _Keyer:
             self.publisher_ids[probe] = got
         return got
 
-    def ids(self, state: State) -> tuple[list[int], list[int]]:
-        rev = state.record.revision
-        return (
-            [self.partition_id(p) for p in state.partitions],
-            [self.publisher_id(p, rev) for p in state.publishers],
-        )
+    def head(self, epoch: int, record: Record, history: History) -> int:
+        probe = (epoch, record.epoch, record.cut, history)
+        got = self.heads.get(probe)
+        if got is None:
+            got = len(self.heads)
+            self.heads[probe] = got
+            self.head_parts.append(probe)
+        return got
 
-    def key(
-        self, new: State, parent: State, part_ids: list[int], pub_ids: list[int]
-    ) -> tuple[Hashable, list[int], list[int]]:
-        old_parts = parent.partitions
-        parts = new.partitions
-        pids = [
-            part_ids[i] if parts[i] is old_parts[i] else self.partition_id(parts[i])
-            for i in range(len(parts))
-        ]
-        rec = new.record
-        pubs = new.publishers
-        if rec is parent.record:
-            old_pubs = parent.publishers
-            qids = [
-                pub_ids[k] if pubs[k] is old_pubs[k] else self.publisher_id(pubs[k], rec.revision)
-                for k in range(len(pubs))
-            ]
-        else:
-            qids = [self.publisher_id(p, rec.revision) for p in pubs]
+    def publisher_ids_of(self, state: State) -> list[int]:
+        rev = state.record.revision
+        return [self.publisher_id(p, rev) for p in state.publishers]
+
+    def key(self, head: int, pids: list[int], qids: list[int]) -> tuple[int, ...]:
         if self.symmetry:
-            key = (
-                new.epoch,
-                rec.epoch,
-                rec.cut,
-                new.history,
-                tuple(sorted(pids)),
-                tuple(sorted(qids)),
-            )
-        else:
-            key = (new.epoch, rec.epoch, rec.cut, new.history, tuple(pids), tuple(qids))
-        return key, pids, qids
+            return (head, *sorted(pids), *sorted(qids))
+        return (head, *pids, *qids)
+
+    def _local(
+        self, ctx: Context, i: int, e: int, part: Partition
+    ) -> list[tuple[Action, Partition, int]]:
+        if ctx.has_readers:
+            # Readers make nearly every partition distinct: a memo would hold one entry
+            # per state, so the new partition is interned (one hash) each time instead.
+            pid = self.partition_id
+            return [(a, p, pid(p)) for a, p in local_moves(ctx, i, e, part)]
+        probe = (i, e, part)
+        got = self.local_memo.get(probe)
+        if got is None:
+            got = [(a, p, self.partition_id(p)) for a, p in local_moves(ctx, i, e, part)]
+            self.local_memo[probe] = got
+        return got
+
+    def _publisher(self, state: State, k: int) -> tuple[PublisherMoves, list[int]]:
+        moves = publisher_moves(state, k)
+        got = self.publisher_memo.get(id(moves))
+        if got is None or got[0] is not moves:
+            # The entry holds the list, so its id cannot be reused while the entry lives.
+            rev = state.record.revision
+            ids = [self.publisher_id(p, rev if w is None else rev + 1) for _, p, w in moves]
+            got = (moves, ids)
+            self.publisher_memo[id(moves)] = got
+        return got
+
+    def _head_after(self, head: int, write: Write, ctx: Context) -> int:
+        probe = (head, write[0], write[1])
+        got = self.head_after.get(probe)
+        if got is None:
+            epoch, _, _, history = self.head_parts[head]
+            after = history_after(ctx, history, write[0], write[1])
+            got = self.head(epoch, Record(write[0], write[1], 0, None), after)
+            self.head_after[probe] = got
+        return got
+
+    def _after_write(self, pub: Publisher, revision: int) -> int:
+        probe = (pub, revision)
+        got = self.after_write.get(probe)
+        if got is None:
+            got = self.publisher_id(write_dropped(pub), revision + 1)
+            self.after_write[probe] = got
+        return got
+
+    def candidates(
+        self, state: State, pids: list[int], qids: list[int], head: int
+    ) -> list[_Candidate]:
+        """Every successor of ``state`` as a key and a recipe, in :func:`successors` order.
+
+        None is built here (:meth:`build` builds one whose key is new). Costs per
+        state one memo lookup per partition and publisher; per successor a list
+        copy, a sort of a few ints and one key tuple.
+        """
+        ctx = state.context
+        e = state.epoch
+        sym = self.symmetry
+        out: list[_Candidate] = []
+        append = out.append
+        sq = sorted(qids) if sym else qids
+        sp = sorted(pids) if sym else pids
+        for i, part in enumerate(state.partitions):
+            for act, new_part, pid in self._local(ctx, i, e, part):
+                ps = pids.copy()
+                ps[i] = pid
+                if sym:
+                    ps.sort()
+                append((act, (head, *ps, *sq), _LOCAL, i, new_part, pid))
+        reshards = reshard_moves(ctx, e, state.partitions)
+        if reshards:
+            rec = state.record
+            next_head = self.head(e + 1, rec, state.history)
+            for act, i, maybe_part in reshards:
+                if maybe_part is None:
+                    append((act, (next_head, *sp, *sq), _RESHARD, i, None, (-1, next_head)))
+                    continue
+                pid = self.partition_id(maybe_part)
+                ps = pids.copy()
+                ps[i] = pid
+                if sym:
+                    ps.sort()
+                append((act, (next_head, *ps, *sq), _RESHARD, i, maybe_part, (pid, next_head)))
+        if ctx.has_publishers:
+            rev = state.record.revision
+            pubs = state.publishers
+            dropped: list[int] | None = None
+            for k in range(len(pubs)):
+                moves, ids = self._publisher(state, k)
+                for (act, new_pub, write), qid in zip(moves, ids, strict=True):
+                    if write is None:
+                        qs = qids.copy()
+                        qs[k] = qid
+                        payload: Any = new_pub
+                        aux: Any = qid
+                        key_head = head
+                    else:
+                        if dropped is None:
+                            dropped = [self._after_write(p, rev) for p in pubs]
+                        qs = dropped.copy()
+                        qs[k] = qid
+                        key_head = self._head_after(head, write, ctx)
+                        payload = (new_pub, write)
+                        aux = (qs.copy(), key_head)
+                    if sym:
+                        qs.sort()
+                    kind = _PUBLISHER if write is None else _WRITE
+                    append((act, (key_head, *sp, *qs), kind, k, payload, aux))
+        return out
+
+    @staticmethod
+    def build(
+        state: State, pids: list[int], qids: list[int], head: int, cand: _Candidate
+    ) -> tuple[State, list[int], list[int], int]:
+        """The successor ``cand`` stands for, with its partition ids, publisher ids and head."""
+        _, _, kind, index, payload, aux = cand
+        if kind == _LOCAL:
+            ps = pids.copy()
+            ps[index] = aux
+            return with_partition(state, index, payload), ps, qids, head
+        if kind == _PUBLISHER:
+            qs = qids.copy()
+            qs[index] = aux
+            return published(state, index, payload, None), pids, qs, head
+        if kind == _RESHARD:
+            pid, next_head = aux
+            ps = pids
+            if pid >= 0:
+                ps = pids.copy()
+                ps[index] = pid
+            return resharded(state, index, payload), ps, qids, next_head
+        new_pub, write = payload
+        nqids, nhead = aux
+        return published(state, index, new_pub, write), pids, nqids, nhead
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +449,10 @@ class ExploreResult:
     edges: array[int] | None = None
     #: Why an ``incomplete`` exploration stopped: ``max_states`` or ``max_memory``.
     stopped_by: str | None = None
+    #: Resident set of the process when the exploration started, and its peak during it
+    #: (sampled every 1,024 new states and at the end), in bytes.
+    memory_start: int = 0
+    memory_peak: int = 0
     _graph: Any = None
     _keys: list[Hashable] | None = None
 
@@ -312,6 +484,18 @@ class ExploreResult:
     def states_per_second(self) -> float:
         """Distinct states explored per second of wall time."""
         return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_state(self) -> float:
+        """Peak resident-set growth during the exploration per distinct state.
+
+        Everything the exploration allocated counts (keys, parent pointers, the
+        frontier, the model's memo tables, the graph when kept). Memory freed by
+        an earlier exploration in the same process and reused counts as no
+        growth, so the first exploration of a process gives the honest figure
+        (``benchmarks/explore.py`` measures each part in a fresh process).
+        """
+        return (self.memory_peak - self.memory_start) / self.states if self.states else 0.0
 
     @property
     def broken(self) -> tuple[str, ...]:
@@ -377,25 +561,44 @@ def explore(
     (verdict ``incomplete``, ``stopped_by`` saying which): ``max_states``
     distinct states, or ``max_memory`` bytes in use by the process (looked at
     every 1,024 new states, so it is overshot by at most that many states'
-    worth, about 1 KB each). Otherwise every transition was also checked
+    worth, a few hundred bytes each). Otherwise every transition was also checked
     against the ``sometimes`` properties (by default those
     :func:`~fencepost.model.sometimes.applicable` to ``config``): the verdict is
     ``holds`` when each was reached (``result.reached`` says where first), else
-    ``vacuous`` (``result.unreached`` lists them). Checking them costs one test
-    per transition and unreached property, nothing once all are reached.
-    ``progress`` is called about every ``progress_every`` seconds with an
-    :class:`ExploreProgress`.
+    ``vacuous`` (``result.unreached`` lists them). Checking them costs building
+    every successor and one test per unreached property while any is unreached,
+    nothing once all are. ``progress`` is called about every ``progress_every``
+    seconds with an :class:`ExploreProgress`.
+
+    Cost. Time: per distinct state, one memo lookup per partition and publisher
+    (:mod:`fencepost.model.machine`) and the invariants; per transition, one
+    key (a tuple of ``1 + partitions + publishers`` small ints, see
+    :class:`_Keys`) and one set probe; a successor state is built only when its
+    key is new. Memory: per distinct state its key in a set (about 150 bytes at
+    the default bounds) and 8 bytes of parent pointer and move number; the
+    states themselves only for the current and next depth (all of them, and a
+    graph, with ``keep_graph``); plus the memo tables, which grow with distinct
+    sub-states (partitions, publishers with the record), not with states.
+    ``result.memory_peak`` is the peak of the process's resident set sampled
+    every 1,024 states.
     """
     started = time.perf_counter()
+    memory_start = memory_peak = memory_in_use()
     start = initial(config)
-    keyer = _Keyer(symmetry)
-    ids0 = keyer.ids(start)
-    key0 = keyer.key(start, start, *ids0)[0]
-    seen: dict[Hashable, int] = {key0: 0}
+    keys = _Keys(symmetry)
+    pids0 = [keys.partition_id(p) for p in start.partitions]
+    qids0 = keys.publisher_ids_of(start)
+    head0 = keys.head(start.epoch, start.record, start.history)
+    key0 = keys.key(head0, pids0, qids0)
+    # Without the graph, membership is all that is asked of a key: a set (no state numbers).
+    index: dict[tuple[int, ...], int] = {key0: 0}
+    seen: set[tuple[int, ...]] = {key0}
+    count = 1
     reps: list[State] = [start]
-    rep_ids: list[tuple[list[int], list[int]]] = [ids0]
-    parent: list[int] = [-1]
-    via: list[Action | None] = [None]
+    # Parent pointers and the position of the move in successors(parent): a counterexample
+    # is replayed from the initial state (the exploration keeps no states behind it).
+    parent = array("l", [-1])
+    moved = array("l", [-1])
     edges = array("l")
     transitions = 0
     depth = 0
@@ -403,80 +606,92 @@ def explore(
     waiting = list(applicable(config) if sometimes is None else sometimes)
     reached: dict[str, Reached] = {}
     found = _violated(start, invariants)
-    frontier = [0] if found is None else []
+    frontier = [(0, start, pids0, qids0, head0)] if found is None else []
     capped = False
     stopped_by: str | None = None
     hit = 0
     next_check = _CHECK_EVERY
     next_report = started + progress_every
+    candidates = keys.candidates
+    build = keys.build
     while frontier and found is None and not capped:
-        nxt: list[int] = []
-        for sid in frontier:
-            state = reps[sid]
-            part_ids, pub_ids = rep_ids[sid]
-            for action, new in successors(state):
+        nxt: list[tuple[int, State, list[int], list[int], int]] = []
+        for sid, state, pids, qids, head in frontier:
+            for m, cand in enumerate(candidates(state, pids, qids, head)):
                 transitions += 1
+                built = None
                 if waiting:
+                    built = build(state, pids, qids, head, cand)
+                    action, new = cand[0], built[0]
                     for situation in [s for s in waiting if s.check(state, action, new)]:
                         waiting.remove(situation)
                         reached[situation.name] = Reached(
                             situation.name, depth + 1, action.describe()
                         )
-                k, pids, qids = keyer.key(new, state, part_ids, pub_ids)
-                tid = seen.get(k)
-                if tid is None:
-                    tid = len(reps)
-                    seen[k] = tid
-                    reps.append(new)
-                    rep_ids.append((pids, qids))
-                    parent.append(sid)
-                    via.append(action)
-                    nxt.append(tid)
-                    for check in checks:
-                        if check(new) is not None:
-                            found = _violated(new, invariants)
-                            hit = tid
-                            break
-                    if keep_graph:
-                        edges.append(sid)
-                        edges.append(tid)
-                    if found is not None:
-                        break
-                    if max_states is not None and len(reps) >= max_states:
-                        capped, stopped_by = True, "max_states"
-                        break
-                    if len(reps) >= next_check:
-                        next_check += _CHECK_EVERY
-                        memory = memory_in_use() if max_memory or progress else 0
-                        if max_memory is not None and memory > max_memory:
-                            capped, stopped_by = True, "max_memory"
-                            break
-                        now = time.perf_counter()
-                        if progress is not None and now >= next_report:
-                            next_report = now + progress_every
-                            progress(
-                                ExploreProgress(
-                                    config.part,
-                                    len(reps),
-                                    transitions,
-                                    depth + 1,
-                                    now - started,
-                                    memory,
-                                )
-                            )
-                elif keep_graph:
+                key = cand[1]
+                if keep_graph:
+                    tid = index.setdefault(key, count)
                     edges.append(sid)
                     edges.append(tid)
+                    if tid != count:
+                        continue
+                else:
+                    before = len(seen)
+                    seen.add(key)
+                    if len(seen) == before:
+                        continue
+                tid = count
+                count += 1
+                if built is None:
+                    built = build(state, pids, qids, head, cand)
+                new = built[0]
+                parent.append(sid)
+                moved.append(m)
+                nxt.append((tid, *built))
+                if keep_graph:
+                    reps.append(new)
+                for check in checks:
+                    if check(new) is not None:
+                        found = _violated(new, invariants)
+                        hit = tid
+                        break
+                if found is not None:
+                    break
+                if max_states is not None and count >= max_states:
+                    capped, stopped_by = True, "max_states"
+                    break
+                if count >= next_check:
+                    next_check += _CHECK_EVERY
+                    memory = memory_in_use()
+                    memory_peak = max(memory_peak, memory)
+                    if max_memory is not None and memory > max_memory:
+                        capped, stopped_by = True, "max_memory"
+                        break
+                    now = time.perf_counter()
+                    if progress is not None and now >= next_report:
+                        next_report = now + progress_every
+                        progress(
+                            ExploreProgress(
+                                config.part,
+                                count,
+                                transitions,
+                                depth + 1,
+                                now - started,
+                                memory,
+                                memory - memory_start,
+                            )
+                        )
             if found is not None or capped:
                 break
         if nxt:
             depth += 1
         frontier = nxt
     seconds = time.perf_counter() - started
+    memory_peak = max(memory_peak, memory_in_use())
     result = ExploreResult(
         part=config.part,
         config=config,
-        states=len(reps),
+        states=count,
         transitions=transitions,
         depth=depth,
         seconds=seconds,
@@ -485,6 +700,8 @@ def explore(
         reached=reached,
         representatives=reps if keep_graph else [],
         edges=edges if keep_graph else None,
+        memory_start=memory_start,
+        memory_peak=memory_peak,
     )
     if found is not None:
         result.verdict = VIOLATED
@@ -495,7 +712,7 @@ def explore(
             path.append(node)
             node = parent[node]
         path.reverse()
-        result.counterexample = [Step(n, via[i], reps[i]) for n, i in enumerate(path)]
+        result.counterexample = _replay(start, [moved[n] for n in path[1:]])
         result.depth = len(path) - 1
     elif capped:
         result.verdict = INCOMPLETE
@@ -504,6 +721,20 @@ def explore(
         result.verdict = VACUOUS
         result.unreached = tuple(waiting)
     return result
+
+
+def _replay(start: State, moves: Sequence[int]) -> list[Step]:
+    """The path taking the ``moves``-th successor at each step from ``start``.
+
+    The transitions are functions, so this rebuilds exactly the states the
+    exploration met; it costs one :func:`successors` call per step.
+    """
+    steps = [Step(0, None, start)]
+    state = start
+    for n, m in enumerate(moves, 1):
+        action, state = successors(state)[m]
+        steps.append(Step(n, action, state))
+    return steps
 
 
 def explore_parts(

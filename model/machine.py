@@ -249,6 +249,11 @@ def _with_partition(state: State, i: int, part: Partition, epoch: int = 0) -> St
     )
 
 
+def with_partition(state: State, i: int, part: Partition) -> State:
+    """``state`` after a step of :func:`local_moves`: partition ``i`` is ``part``."""
+    return _with_partition(state, i, part)
+
+
 def _with_publisher(state: State, k: int, pub: Publisher) -> State:
     pubs = state.publishers
     return State(
@@ -783,7 +788,9 @@ def publisher_moves(state: State, k: int) -> PublisherMoves:
     :func:`published` applies one. A step reads the publisher itself, the
     record, and (by phase) the membership epoch or the merge of the epoch it
     read, so the moves are memoized per distinct such tuple: a hit costs a
-    hash of the publisher and the record.
+    hash of the publisher and the record. The list returned is the memo's own,
+    the same object for the same tuple: callers must not change it (the
+    explorer keys its own tables on it).
     """
     ctx = state.context
     pub = state.publishers[k]
@@ -943,12 +950,23 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     """The store applies a publication write: revision + 1, op_id stored, history updated.
 
     Every write still in flight named the old revision, so none can apply any
-    more: they are dropped.
+    more: they are dropped (:func:`write_dropped`).
     """
     ctx = state.context
-    succ = ctx.successor
     rec = state.record
-    hist = state.history
+    return State(
+        ctx,
+        state.epoch,
+        state.partitions,
+        Record(epoch, cut, rec.revision + 1, op_id),
+        tuple(write_dropped(p) for p in state.publishers),
+        history_after(ctx, state.history, epoch, cut),
+    )
+
+
+def history_after(ctx: Context, hist: History, epoch: int, cut: Cut) -> History:
+    """The observer's history once the record is written ``(epoch, cut)``."""
+    succ = ctx.successor
     r = _rank(cut, succ)
     if epoch > hist.peak_epoch or (epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ)):
         peak_epoch, peak_cut = epoch, cut
@@ -957,15 +975,12 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     peak_all = hist.peak_all
     if ctx.monotone and r > _rank(peak_all, succ):
         peak_all = cut
-    pubs = tuple(_no_orphan(p) if p.orphan_epoch else p for p in state.publishers)
-    return State(
-        ctx,
-        state.epoch,
-        state.partitions,
-        Record(epoch, cut, rec.revision + 1, op_id),
-        pubs,
-        History(peak_epoch, peak_cut, peak_all),
-    )
+    return History(peak_epoch, peak_cut, peak_all)
+
+
+def write_dropped(pub: Publisher) -> Publisher:
+    """``pub`` once a publication write is applied: a write of its still in flight is dropped."""
+    return _no_orphan(pub) if pub.orphan_epoch else pub
 
 
 def _no_orphan(pub: Publisher) -> Publisher:
