@@ -45,13 +45,16 @@ from fencepost.model.config import ModelConfig
 from fencepost.model.cuts import NOTHING, Cut
 from fencepost.model.invariants import INVARIANTS, Invariant
 from fencepost.model.machine import (
+    Core,
     PublisherMoves,
     Write,
+    core_of,
+    environment_moves,
     history_after,
     initial,
-    local_moves,
     published,
     publisher_moves,
+    reader_moves,
     reshard_moves,
     resharded,
     successors,
@@ -179,11 +182,15 @@ _RESHARD = 1  # next membership epoch, partition ``index`` replaced (-1: none)
 _PUBLISHER = 2  # publisher ``index`` replaced, record untouched
 _WRITE = 3  # the store applied a publication write (record, history), then publisher ``index``
 
-#: One candidate successor: (action, key, kind, index, payload, ids). ``payload`` is the
-#: replaced partition or publisher (with the write for ``_WRITE``); ``ids`` the new
-#: abstract id of the replaced part, with the new head for ``_RESHARD``, or the new
-#: publisher ids and head for ``_WRITE``.
-_Candidate = tuple[Action, tuple[int, ...], int, int, Any, Any]
+#: One candidate successor: (action, key, kind, index, payload). ``payload``: for
+#: ``_LOCAL`` and ``_RESHARD`` the new partition's parts tuple (``None``: a reshard moving
+#: no events), for ``_PUBLISHER`` (publisher after, its id), for ``_WRITE`` (publisher
+#: after, the write, the publisher ids after, the head after).
+_Candidate = tuple[Action, tuple[int, ...], int, int, Any]
+
+#: A state being explored: (its number, the state, its partitions' parts tuples, their
+#: abstract ids, its publishers' ids, its head id).
+_Node = tuple[int, State, list[tuple[int, ...]], list[int], list[int], int]
 
 
 class _Keys:
@@ -199,23 +206,36 @@ class _Keys:
     of ``1 + partitions + publishers`` small ints (about 100 bytes at the
     default bounds).
 
-    The ids of a successor's new part are memoized beside the model's own memo
-    of the moves (:func:`~fencepost.model.machine.local_moves`,
-    :func:`~fencepost.model.machine.publisher_moves`), so a successor's key
-    costs a list copy, a sort of a few ints and one tuple, without building
-    the successor. The tables grow with the distinct partitions, publishers
-    (with the record revision) and heads met, far fewer than the states.
+    A concrete partition is named by its *parts*: ``(core id, reader ids...)``,
+    the ids of its core (:func:`~fencepost.model.machine.core_of`) and of each
+    reader, interned once each. The moves of a partition's environment and of
+    each reader are memoized per (index, epoch, core id[, reader id]) with the
+    ids of what they produce, and a partition's abstract id per parts tuple,
+    so a successor's key costs a few small-int tuples and dict probes, and no
+    successor is built unless its key is new. Publishers' moves are the model's
+    memo (:func:`~fencepost.model.machine.publisher_moves`) with their ids kept
+    beside. The tables grow with the distinct cores, readers, partitions,
+    publishers (with the record revision) and heads met: far fewer than the
+    states, except partitions with several readers (about one per state with
+    one partition, 100 bytes each).
     """
 
     def __init__(self, symmetry: bool) -> None:
         self.symmetry = symmetry
         self.interned: dict[Hashable, int] = {}
-        self.partition_ids: dict[Partition, int] = {}
+        self.core_ids: dict[Core, int] = {}
+        self.cores: list[Core] = []
+        self.reader_ids: dict[Reader, int] = {}
+        self.readers: list[Reader] = []
+        #: parts -> abstract partition id.
+        self.partition_ids: dict[tuple[int, ...], int] = {}
         self.publisher_ids: dict[tuple[Publisher, int], int] = {}
         self.heads: dict[tuple[int, int, Cut, History], int] = {}
         self.head_parts: list[tuple[int, int, Cut, History]] = []
-        #: (i, epoch, partition) -> its local moves with the new partition's id (no readers).
-        self.local_memo: dict[tuple[int, int, Partition], list[tuple[Action, Partition, int]]] = {}
+        #: (i, epoch, core id) -> the environment's moves, with the core id after each.
+        self.env_memo: dict[tuple[int, int, int], list[tuple[Action, int]]] = {}
+        #: (i, j, epoch, core id, reader id) -> reader j's moves, with core and reader ids.
+        self.reader_memo: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
         #: id(the model's move list) -> (that list, per move: the publisher's id after it).
         self.publisher_memo: dict[int, tuple[PublisherMoves, list[int]]] = {}
         #: (head, epoch, cut) -> the head once the record is written (epoch, cut).
@@ -223,12 +243,36 @@ class _Keys:
         #: (publisher, revision) -> its id once another's write moves the revision on.
         self.after_write: dict[tuple[Publisher, int], int] = {}
 
-    def partition_id(self, part: Partition) -> int:
-        got = self.partition_ids.get(part)
+    # -- interning -------------------------------------------------------------
+    def core_id(self, core: Core) -> int:
+        got = self.core_ids.get(core)
         if got is None:
-            abstract = ("partition", _partition_abstract(part, self.symmetry))
+            got = self.core_ids[core] = len(self.cores)
+            self.cores.append(core)
+        return got
+
+    def reader_id(self, reader: Reader) -> int:
+        got = self.reader_ids.get(reader)
+        if got is None:
+            got = self.reader_ids[reader] = len(self.readers)
+            self.readers.append(reader)
+        return got
+
+    def parts_of(self, part: Partition) -> tuple[int, ...]:
+        """The parts tuple naming ``part`` (one hash of its core and of each reader)."""
+        return (self.core_id(core_of(part)), *[self.reader_id(r) for r in part.readers])
+
+    def partition(self, parts: tuple[int, ...]) -> Partition:
+        """The partition a parts tuple names (built anew)."""
+        readers = self.readers
+        return Partition(*self.cores[parts[0]], tuple([readers[r] for r in parts[1:]]))
+
+    def partition_id(self, parts: tuple[int, ...]) -> int:
+        got = self.partition_ids.get(parts)
+        if got is None:
+            abstract = ("partition", _partition_abstract(self.partition(parts), self.symmetry))
             got = self.interned.setdefault(abstract, len(self.interned))
-            self.partition_ids[part] = got
+            self.partition_ids[parts] = got
         return got
 
     def publisher_id(self, pub: Publisher, revision: int) -> int:
@@ -244,8 +288,7 @@ class _Keys:
         probe = (epoch, record.epoch, record.cut, history)
         got = self.heads.get(probe)
         if got is None:
-            got = len(self.heads)
-            self.heads[probe] = got
+            got = self.heads[probe] = len(self.head_parts)
             self.head_parts.append(probe)
         return got
 
@@ -258,19 +301,25 @@ class _Keys:
             return (head, *sorted(pids), *sorted(qids))
         return (head, *pids, *qids)
 
-    def _local(
-        self, ctx: Context, i: int, e: int, part: Partition
-    ) -> list[tuple[Action, Partition, int]]:
-        if ctx.has_readers:
-            # Readers make nearly every partition distinct: a memo would hold one entry
-            # per state, so the new partition is interned (one hash) each time instead.
-            pid = self.partition_id
-            return [(a, p, pid(p)) for a, p in local_moves(ctx, i, e, part)]
-        probe = (i, e, part)
-        got = self.local_memo.get(probe)
+    # -- memoized moves ------------------------------------------------------------
+    def _environment(self, state: State, i: int, core: int) -> list[tuple[Action, int]]:
+        probe = (i, state.epoch, core)
+        got = self.env_memo.get(probe)
         if got is None:
-            got = [(a, p, self.partition_id(p)) for a, p in local_moves(ctx, i, e, part)]
-            self.local_memo[probe] = got
+            moves = environment_moves(state.context, i, state.epoch, state.partitions[i])
+            got = [(act, self.core_id(c)) for act, c in moves]
+            self.env_memo[probe] = got
+        return got
+
+    def _reader(
+        self, state: State, i: int, j: int, core: int, reader: int
+    ) -> list[tuple[Action, int, int]]:
+        probe = (i, j, state.epoch, core, reader)
+        got = self.reader_memo.get(probe)
+        if got is None:
+            moves = reader_moves(state.context, i, j, state.epoch, state.partitions[i])
+            got = [(act, self.core_id(c), self.reader_id(r)) for act, c, r in moves]
+            self.reader_memo[probe] = got
         return got
 
     def _publisher(self, state: State, k: int) -> tuple[PublisherMoves, list[int]]:
@@ -302,43 +351,56 @@ class _Keys:
             self.after_write[probe] = got
         return got
 
-    def candidates(
-        self, state: State, pids: list[int], qids: list[int], head: int
-    ) -> list[_Candidate]:
-        """Every successor of ``state`` as a key and a recipe, in :func:`successors` order.
+    # -- successors ---------------------------------------------------------------
+    def candidates(self, node: _Node) -> list[_Candidate]:
+        """Every successor of ``node``'s state as a key and a recipe, in
+        :func:`successors` order.
 
         None is built here (:meth:`build` builds one whose key is new). Costs per
-        state one memo lookup per partition and publisher; per successor a list
-        copy, a sort of a few ints and one key tuple.
+        state one memo probe per partition, reader and publisher; per successor
+        a few small-int tuples, dict probes and a sort of a few ints.
         """
+        _, state, parts, pids, qids, head = node
         ctx = state.context
-        e = state.epoch
         sym = self.symmetry
         out: list[_Candidate] = []
         append = out.append
         sq = sorted(qids) if sym else qids
         sp = sorted(pids) if sym else pids
-        for i, part in enumerate(state.partitions):
-            for act, new_part, pid in self._local(ctx, i, e, part):
+        partition_id = self.partition_id
+        for i, mine in enumerate(parts):
+            core = mine[0]
+            for act, new_core in self._environment(state, i, core):
+                new_parts = (new_core, *mine[1:])
                 ps = pids.copy()
-                ps[i] = pid
+                ps[i] = partition_id(new_parts)
                 if sym:
                     ps.sort()
-                append((act, (head, *ps, *sq), _LOCAL, i, new_part, pid))
-        reshards = reshard_moves(ctx, e, state.partitions)
+                append((act, (head, *ps, *sq), _LOCAL, i, new_parts))
+            for j in range(1, len(mine)):
+                for act, new_core, new_reader in self._reader(state, i, j - 1, core, mine[j]):
+                    listed = list(mine)
+                    listed[0] = new_core
+                    listed[j] = new_reader
+                    new_parts = tuple(listed)
+                    ps = pids.copy()
+                    ps[i] = partition_id(new_parts)
+                    if sym:
+                        ps.sort()
+                    append((act, (head, *ps, *sq), _LOCAL, i, new_parts))
+        reshards = reshard_moves(ctx, state.epoch, state.partitions)
         if reshards:
-            rec = state.record
-            next_head = self.head(e + 1, rec, state.history)
+            next_head = self.head(state.epoch + 1, state.record, state.history)
             for act, i, maybe_part in reshards:
                 if maybe_part is None:
-                    append((act, (next_head, *sp, *sq), _RESHARD, i, None, (-1, next_head)))
+                    append((act, (next_head, *sp, *sq), _RESHARD, i, None))
                     continue
-                pid = self.partition_id(maybe_part)
+                new_parts = self.parts_of(maybe_part)
                 ps = pids.copy()
-                ps[i] = pid
+                ps[i] = partition_id(new_parts)
                 if sym:
                     ps.sort()
-                append((act, (next_head, *ps, *sq), _RESHARD, i, maybe_part, (pid, next_head)))
+                append((act, (next_head, *ps, *sq), _RESHARD, i, new_parts))
         if ctx.has_publishers:
             rev = state.record.revision
             pubs = state.publishers
@@ -349,47 +411,45 @@ class _Keys:
                     if write is None:
                         qs = qids.copy()
                         qs[k] = qid
-                        payload: Any = new_pub
-                        aux: Any = qid
-                        key_head = head
-                    else:
-                        if dropped is None:
-                            dropped = [self._after_write(p, rev) for p in pubs]
-                        qs = dropped.copy()
-                        qs[k] = qid
-                        key_head = self._head_after(head, write, ctx)
-                        payload = (new_pub, write)
-                        aux = (qs.copy(), key_head)
+                        if sym:
+                            qs.sort()
+                        append((act, (head, *sp, *qs), _PUBLISHER, k, (new_pub, qid)))
+                        continue
+                    if dropped is None:
+                        dropped = [self._after_write(p, rev) for p in pubs]
+                    qs = dropped.copy()
+                    qs[k] = qid
+                    key_head = self._head_after(head, write, ctx)
+                    payload = (new_pub, write, qs.copy(), key_head)
                     if sym:
                         qs.sort()
-                    kind = _PUBLISHER if write is None else _WRITE
-                    append((act, (key_head, *sp, *qs), kind, k, payload, aux))
+                    append((act, (key_head, *sp, *qs), _WRITE, k, payload))
         return out
 
-    @staticmethod
-    def build(
-        state: State, pids: list[int], qids: list[int], head: int, cand: _Candidate
-    ) -> tuple[State, list[int], list[int], int]:
-        """The successor ``cand`` stands for, with its partition ids, publisher ids and head."""
-        _, _, kind, index, payload, aux = cand
-        if kind == _LOCAL:
-            ps = pids.copy()
-            ps[index] = aux
-            return with_partition(state, index, payload), ps, qids, head
+    def build(self, node: _Node, cand: _Candidate, number: int) -> _Node:
+        """The successor ``cand`` stands for, as a frontier node numbered ``number``."""
+        _, state, parts, pids, qids, head = node
+        _, _, kind, index, payload = cand
         if kind == _PUBLISHER:
+            new_pub, qid = payload
             qs = qids.copy()
-            qs[index] = aux
-            return published(state, index, payload, None), pids, qs, head
-        if kind == _RESHARD:
-            pid, next_head = aux
-            ps = pids
-            if pid >= 0:
-                ps = pids.copy()
-                ps[index] = pid
-            return resharded(state, index, payload), ps, qids, next_head
-        new_pub, write = payload
-        nqids, nhead = aux
-        return published(state, index, new_pub, write), pids, nqids, nhead
+            qs[index] = qid
+            return (number, published(state, index, new_pub, None), parts, pids, qs, head)
+        if kind == _WRITE:
+            new_pub, write, qs, key_head = payload
+            new = published(state, index, new_pub, write)
+            return (number, new, parts, pids, qs, key_head)
+        if payload is None:  # a reshard that moves no events
+            return (number, resharded(state, index, None), parts, pids, qids, head)
+        ns = parts.copy()
+        ns[index] = payload
+        ps = pids.copy()
+        ps[index] = self.partition_ids[payload]
+        part = self.partition(payload)
+        if kind == _LOCAL:
+            return (number, with_partition(state, index, part), ns, ps, qids, head)
+        next_head = self.head(state.epoch + 1, state.record, state.history)
+        return (number, resharded(state, index, part), ns, ps, qids, next_head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,10 +625,12 @@ def explore(
     against the ``sometimes`` properties (by default those
     :func:`~fencepost.model.sometimes.applicable` to ``config``): the verdict is
     ``holds`` when each was reached (``result.reached`` says where first), else
-    ``vacuous`` (``result.unreached`` lists them). Checking them costs building
-    every successor and one test per unreached property while any is unreached,
-    nothing once all are. ``progress`` is called about every ``progress_every``
-    seconds with an :class:`ExploreProgress`.
+    ``vacuous`` (``result.unreached`` lists them). Checking them costs, while
+    any is unreached, building the successor and one test per unreached
+    property on each transition of an action kind that can reach one
+    (:attr:`~fencepost.model.sometimes.Sometimes.kinds`), nothing once all
+    are. ``progress`` is called about every ``progress_every`` seconds with an
+    :class:`ExploreProgress`.
 
     Cost. Time: per distinct state, one memo lookup per partition and publisher
     (:mod:`fencepost.model.machine`) and the invariants; per transition, one
@@ -586,7 +648,8 @@ def explore(
     memory_start = memory_peak = memory_in_use()
     start = initial(config)
     keys = _Keys(symmetry)
-    pids0 = [keys.partition_id(p) for p in start.partitions]
+    parts0 = [keys.parts_of(p) for p in start.partitions]
+    pids0 = [keys.partition_id(p) for p in parts0]
     qids0 = keys.publisher_ids_of(start)
     head0 = keys.head(start.epoch, start.record, start.history)
     key0 = keys.key(head0, pids0, qids0)
@@ -604,9 +667,10 @@ def explore(
     depth = 0
     checks = [inv.check for inv in invariants]
     waiting = list(applicable(config) if sometimes is None else sometimes)
+    trigger = _kinds(waiting)
     reached: dict[str, Reached] = {}
     found = _violated(start, invariants)
-    frontier = [(0, start, pids0, qids0, head0)] if found is None else []
+    frontier: list[_Node] = [(0, start, parts0, pids0, qids0, head0)] if found is None else []
     capped = False
     stopped_by: str | None = None
     hit = 0
@@ -615,16 +679,20 @@ def explore(
     candidates = keys.candidates
     build = keys.build
     while frontier and found is None and not capped:
-        nxt: list[tuple[int, State, list[int], list[int], int]] = []
-        for sid, state, pids, qids, head in frontier:
-            for m, cand in enumerate(candidates(state, pids, qids, head)):
-                transitions += 1
+        nxt: list[_Node] = []
+        for node in frontier:
+            sid = node[0]
+            state = node[1]
+            cands = candidates(node)
+            transitions += len(cands)
+            for m, cand in enumerate(cands):
                 built = None
-                if waiting:
-                    built = build(state, pids, qids, head, cand)
-                    action, new = cand[0], built[0]
+                if waiting and (trigger is None or cand[0].kind in trigger):
+                    built = build(node, cand, count)
+                    action, new = cand[0], built[1]
                     for situation in [s for s in waiting if s.check(state, action, new)]:
                         waiting.remove(situation)
+                        trigger = _kinds(waiting)
                         reached[situation.name] = Reached(
                             situation.name, depth + 1, action.describe()
                         )
@@ -635,19 +703,18 @@ def explore(
                     edges.append(tid)
                     if tid != count:
                         continue
+                elif key in seen:
+                    continue
                 else:
-                    before = len(seen)
                     seen.add(key)
-                    if len(seen) == before:
-                        continue
                 tid = count
                 count += 1
                 if built is None:
-                    built = build(state, pids, qids, head, cand)
-                new = built[0]
+                    built = build(node, cand, tid)
+                new = built[1]
                 parent.append(sid)
                 moved.append(m)
-                nxt.append((tid, *built))
+                nxt.append(built)
                 if keep_graph:
                     reps.append(new)
                 for check in checks:
@@ -674,7 +741,7 @@ def explore(
                             ExploreProgress(
                                 config.part,
                                 count,
-                                transitions,
+                                transitions - (len(cands) - m - 1),
                                 depth + 1,
                                 now - started,
                                 memory,
@@ -682,6 +749,8 @@ def explore(
                             )
                         )
             if found is not None or capped:
+                # Only the transitions up to the one that stopped it were taken.
+                transitions -= len(cands) - m - 1
                 break
         if nxt:
             depth += 1
@@ -721,6 +790,16 @@ def explore(
         result.verdict = VACUOUS
         result.unreached = tuple(waiting)
     return result
+
+
+def _kinds(waiting: Sequence[Sometimes]) -> frozenset[str] | None:
+    """Action kinds that can reach one of ``waiting`` (``None``: any kind may)."""
+    kinds: set[str] = set()
+    for situation in waiting:
+        if situation.kinds is None:
+            return None
+        kinds |= situation.kinds
+    return frozenset(kinds)
 
 
 def _replay(start: State, moves: Sequence[int]) -> list[Step]:

@@ -176,11 +176,17 @@ def _partition_checks(state: State, i: int) -> tuple[str | None, str | None]:
     """Monotonicity and truth of one partition's checkpoints (memoized: they depend on it alone)."""
     ctx = state.context
     part = state.partitions[i]
+    last = ctx.partition_checked.get(i)
+    if last is not None and last[0] is part:
+        # The same partition object as the last look (the two invariants using this
+        # ask one after the other): skip hashing it again.
+        return last[1]
     key = (i, part)
     got = ctx.partition_checks.get(key)
     if got is None:
         got = (_monotone_checkpoints(state, i), _true_checkpoints(state, i))
         ctx.partition_checks[key] = got
+    ctx.partition_checked[i] = (part, got)
     return got
 
 

@@ -303,48 +303,71 @@ def local_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
     """Transitions that touch partition ``i`` only, in epoch ``e``: its environment, then
     its readers in order, each as ``(action, partition after)``.
 
-    They depend on nothing but the partition, its index and the epoch, so they
-    are memoized. Without readers, per distinct partition (a hit costs one hash
-    of it). With readers, the environment per distinct *core* (the partition
-    less its readers) and each reader's moves per distinct (core, that reader):
-    a reader's step reads the core and its own tuple only and changes no other
-    reader, so concurrent readers multiply the states but not this work; a
-    call then costs a few hashes and one partition tuple per move.
+    Composed from :func:`environment_moves` and :func:`reader_moves` (memoized),
+    so a call costs a few hashes and one partition tuple per move.
     """
-    if not ctx.has_readers:
-        key = (i, e, part)
-        moves = ctx.local_cache.get(key)
-        if moves is None:
-            if ctx.part == "publication":
-                moves = _certify_partition(ctx, i, e, part)
-            else:
-                moves = _finalize_partition(ctx, i, e, part)
-            ctx.local_cache[key] = moves
-        return moves
-    truth, cps, gens, peaks, readers = part
-    core: Core = (truth, cps, gens, peaks)
-    env_key = (i, e, core)
-    env = ctx.env_cache.get(env_key)
-    if env is None:
-        env = [(act, _core(new, core)) for act, new in _finalize_partition(ctx, i, e, part)]
-        ctx.env_cache[env_key] = env
-    out: LocalMoves = [(act, Partition(*c, readers)) for act, c in env]
-    for j, reader in enumerate(readers):
-        r_key = (i, j, e, core, reader)
-        mine = ctx.reader_cache.get(r_key)
-        if mine is None:
-            own: LocalMoves = []
-            _reader_moves(ctx, i, j, e, part, own)
-            mine = [(act, _core(new, core), new.readers[j]) for act, new in own]
-            ctx.reader_cache[r_key] = mine
-        for act, c, new_reader in mine:
+    readers = part.readers
+    out: LocalMoves = [
+        (act, Partition(*c, readers)) for act, c in environment_moves(ctx, i, e, part)
+    ]
+    for j in range(len(readers)):
+        for act, c, new_reader in reader_moves(ctx, i, j, e, part):
             out.append((act, Partition(*c, (*readers[:j], new_reader, *readers[j + 1 :]))))
     return out
 
 
+def core_of(part: Partition) -> Core:
+    """The partition less its readers: what its environment and each reader read."""
+    return (part.truth, part.checkpoints, part.generations, part.peaks)
+
+
+def environment_moves(ctx: Context, i: int, e: int, part: Partition) -> list[tuple[Action, Core]]:
+    """The environment's steps on partition ``i`` in epoch ``e``, as ``(action, core after)``
+    (its readers are left alone).
+
+    Publication part: checkpoint advances (:func:`_certify_partition`); the
+    others: the source finalizes events (:func:`_finalize_partition`). They read
+    the core only, so they are memoized per distinct (index, epoch, core); the
+    list returned is the memo's own (do not change it).
+    """
+    core = core_of(part)
+    key = (i, e, core)
+    got = ctx.env_cache.get(key)
+    if got is None:
+        if ctx.part == "publication":
+            moves = _certify_partition(ctx, i, e, part)
+        else:
+            moves = _finalize_partition(ctx, i, e, part)
+        got = [(act, _core(new, core)) for act, new in moves]
+        ctx.env_cache[key] = got
+    return got
+
+
+def reader_moves(
+    ctx: Context, i: int, j: int, e: int, part: Partition
+) -> list[tuple[Action, Core, Reader]]:
+    """Reader ``j`` of partition ``i``: its next steps, as ``(action, core after, reader after)``.
+
+    A reader's step reads the core and its own tuple only and changes no other
+    reader, so concurrent readers multiply the states but not this work: the
+    moves are memoized per distinct (indexes, epoch, core, reader); the list
+    returned is the memo's own (do not change it).
+    """
+    core = core_of(part)
+    reader = part.readers[j]
+    key = (i, j, e, core, reader)
+    got = ctx.reader_cache.get(key)
+    if got is None:
+        own: LocalMoves = []
+        _reader_moves(ctx, i, j, e, part, own)
+        got = [(act, _core(new, core), new.readers[j]) for act, new in own]
+        ctx.reader_cache[key] = got
+    return got
+
+
 def _core(part: Partition, old: Core) -> Core:
     """``part`` less its readers; ``old`` itself when equal (shares the memo's memory)."""
-    core: Core = (part.truth, part.checkpoints, part.generations, part.peaks)
+    core = core_of(part)
     return old if core == old else core
 
 

@@ -556,10 +556,8 @@ class Context:
         # Memo tables of the transition relation (fencepost.model.machine), each keyed by
         # exactly what the transitions it holds read; they grow with the distinct
         # sub-states met, never with the number of times a sub-state recurs.
-        #: (partition index, epoch, partition) -> its partition-local transitions (no readers).
-        self.local_cache: dict[tuple[int, int, Partition], list[tuple[Action, Partition]]] = {}
-        #: (partition index, epoch, core) -> the source's steps, as (action, core after).
-        self.env_cache: dict[tuple[object, ...], list[tuple[Action, tuple[object, ...]]]] = {}
+        #: (partition index, epoch, core) -> the environment's steps, as (action, core after).
+        self.env_cache: dict[tuple[object, ...], list[tuple[Action, Any]]] = {}
         #: (partition index, reader index, epoch, core, reader) -> (action, core, reader after).
         self.reader_cache: dict[tuple[object, ...], list[tuple[Action, Any, Reader]]] = {}
         #: (publisher index, publisher, record, epoch, merge) -> (action, publisher, write).
@@ -570,6 +568,8 @@ class Context:
         self.page_cache: dict[tuple[int, int, Reader, Truth], list[tuple[Action, Reader]]] = {}
         #: (partition index, partition) -> (monotonicity, truth) violation messages.
         self.partition_checks: dict[tuple[int, Partition], tuple[str | None, str | None]] = {}
+        #: partition index -> the partition last looked up there, with its entry.
+        self.partition_checked: dict[int, tuple[Partition, tuple[str | None, str | None]]] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Context) and other.config == self.config
