@@ -182,11 +182,12 @@ _RESHARD = 1  # next membership epoch, partition ``index`` replaced (-1: none)
 _PUBLISHER = 2  # publisher ``index`` replaced, record untouched
 _WRITE = 3  # the store applied a publication write (record, history), then publisher ``index``
 
-#: One candidate successor: (action, key, kind, index, payload). ``payload``: for
+#: One candidate successor: (move number, action, key, kind, index, payload). The move
+#: number is its position in :func:`successors`. ``payload``: for
 #: ``_LOCAL`` and ``_RESHARD`` the new partition's parts tuple (``None``: a reshard moving
 #: no events), for ``_PUBLISHER`` (publisher after, its id), for ``_WRITE`` (publisher
 #: after, the write, the publisher ids after, the head after).
-_Candidate = tuple[Action, tuple[int, ...], int, int, Any]
+_Candidate = tuple[int, Action, tuple[int, ...], int, int, Any]
 
 #: A state being explored: (its number, the state, its partitions' parts tuples, their
 #: abstract ids, its publishers' ids, its head id).
@@ -234,6 +235,12 @@ class _Keys:
         self.head_parts: list[tuple[int, int, Cut, History]] = []
         #: (i, epoch, core id) -> the environment's moves, with the core id after each.
         self.env_memo: dict[tuple[int, int, int], list[tuple[Action, int]]] = {}
+        #: (i, epoch, core id) -> the same for a partition without readers, with the parts
+        #: tuple and the abstract id after each.
+        self.alone_memo: dict[tuple[int, int, int], list[tuple[Action, tuple[int], int]]] = {}
+        #: (i, epoch, core id) -> the reshard moving events into partition i, with the core
+        #: id after it.
+        self.reshard_memo: dict[tuple[int, int, int], tuple[Action, int, int]] = {}
         #: (i, j, epoch, core id, reader id) -> reader j's moves, with core and reader ids.
         self.reader_memo: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
         #: id(the model's move list) -> (that list, per move: the publisher's id after it).
@@ -311,6 +318,37 @@ class _Keys:
             self.env_memo[probe] = got
         return got
 
+    def _alone(self, state: State, i: int, core: int) -> list[tuple[Action, tuple[int], int]]:
+        """:meth:`_environment` of a partition without readers, with the parts and ids after."""
+        probe = (i, state.epoch, core)
+        got = self.alone_memo.get(probe)
+        if got is None:
+            got = []
+            for act, new_core in self._environment(state, i, core):
+                new_parts = (new_core,)
+                got.append((act, new_parts, self.partition_id(new_parts)))
+            self.alone_memo[probe] = got
+        return got
+
+    def _reshards(
+        self, state: State, parts: list[tuple[int, ...]]
+    ) -> list[tuple[Action, int, int]]:
+        """The reshard moves as ``(action, i, core id after)`` (``-1, -1``: no events move)."""
+        ctx = state.context
+        if ctx.n_moved == 0:
+            return [(act, -1, -1) for act, _, _ in reshard_moves(ctx, state.epoch, ())]
+        out = []
+        for i, mine in enumerate(parts):
+            probe = (i, state.epoch, mine[0])
+            got = self.reshard_memo.get(probe)
+            if got is None:
+                act, _, new_part = reshard_moves(ctx, state.epoch, state.partitions)[i]
+                assert new_part is not None
+                got = (act, i, self.core_id(core_of(new_part)))
+                self.reshard_memo[probe] = got
+            out.append(got)
+        return out
+
     def _reader(
         self, state: State, i: int, j: int, core: int, reader: int
     ) -> list[tuple[Action, int, int]]:
@@ -352,15 +390,22 @@ class _Keys:
         return got
 
     # -- successors ---------------------------------------------------------------
-    def candidates(self, node: _Node) -> list[_Candidate]:
-        """Every successor of ``node``'s state as a key and a recipe, in
-        :func:`successors` order.
+    def candidates(
+        self, node: _Node, seen: set[tuple[int, ...]] | None = None
+    ) -> tuple[int, list[_Candidate]]:
+        """The successors of ``node``'s state as keys and recipes, in :func:`successors`
+        order, with their number.
 
-        None is built here (:meth:`build` builds one whose key is new). Costs per
-        state one memo probe per partition, reader and publisher; per successor
-        a few small-int tuples, dict probes and a sort of a few ints.
+        With ``seen``, only those whose key is not in it, each added to it as it
+        is listed (the first of several with one key is the one listed). None is
+        built here (:meth:`build` builds one). Costs per state one memo probe per
+        partition, reader and publisher; per successor a few small-int tuples,
+        dict probes and a sort of a few ints.
         """
         _, state, parts, pids, qids, head = node
+        m = -1
+        fresh = seen is not None
+        box: set[tuple[int, ...]] = set() if seen is None else seen
         ctx = state.context
         sym = self.symmetry
         out: list[_Candidate] = []
@@ -370,13 +415,33 @@ class _Keys:
         partition_id = self.partition_id
         for i, mine in enumerate(parts):
             core = mine[0]
+            if len(mine) == 1:  # no readers: the new partition's id is memoized too
+                for act, new_parts, pid in self._alone(state, i, core):
+                    ps = pids.copy()
+                    ps[i] = pid
+                    if sym:
+                        ps.sort()
+                    m += 1
+                    key = (head, *ps, *sq)
+                    if fresh:
+                        if key in box:
+                            continue
+                        box.add(key)
+                    append((m, act, key, _LOCAL, i, new_parts))
+                continue
             for act, new_core in self._environment(state, i, core):
                 new_parts = (new_core, *mine[1:])
                 ps = pids.copy()
                 ps[i] = partition_id(new_parts)
                 if sym:
                     ps.sort()
-                append((act, (head, *ps, *sq), _LOCAL, i, new_parts))
+                m += 1
+                key = (head, *ps, *sq)
+                if fresh:
+                    if key in box:
+                        continue
+                    box.add(key)
+                append((m, act, key, _LOCAL, i, new_parts))
             for j in range(1, len(mine)):
                 for act, new_core, new_reader in self._reader(state, i, j - 1, core, mine[j]):
                     listed = list(mine)
@@ -387,20 +452,37 @@ class _Keys:
                     ps[i] = partition_id(new_parts)
                     if sym:
                         ps.sort()
-                    append((act, (head, *ps, *sq), _LOCAL, i, new_parts))
-        reshards = reshard_moves(ctx, state.epoch, state.partitions)
-        if reshards:
+                    m += 1
+                    key = (head, *ps, *sq)
+                    if fresh:
+                        if key in box:
+                            continue
+                        box.add(key)
+                    append((m, act, key, _LOCAL, i, new_parts))
+        if state.epoch < ctx.config.epochs:
             next_head = self.head(state.epoch + 1, state.record, state.history)
-            for act, i, maybe_part in reshards:
-                if maybe_part is None:
-                    append((act, (next_head, *sp, *sq), _RESHARD, i, None))
+            for act, i, new_core in self._reshards(state, parts):
+                if i < 0:
+                    m += 1
+                    key = (next_head, *sp, *sq)
+                    if fresh:
+                        if key in box:
+                            continue
+                        box.add(key)
+                    append((m, act, key, _RESHARD, i, None))
                     continue
-                new_parts = self.parts_of(maybe_part)
+                new_parts = (new_core, *parts[i][1:])
                 ps = pids.copy()
                 ps[i] = partition_id(new_parts)
                 if sym:
                     ps.sort()
-                append((act, (next_head, *ps, *sq), _RESHARD, i, new_parts))
+                m += 1
+                key = (next_head, *ps, *sq)
+                if fresh:
+                    if key in box:
+                        continue
+                    box.add(key)
+                append((m, act, key, _RESHARD, i, new_parts))
         if ctx.has_publishers:
             rev = state.record.revision
             pubs = state.publishers
@@ -413,7 +495,13 @@ class _Keys:
                         qs[k] = qid
                         if sym:
                             qs.sort()
-                        append((act, (head, *sp, *qs), _PUBLISHER, k, (new_pub, qid)))
+                        m += 1
+                        key = (head, *sp, *qs)
+                        if fresh:
+                            if key in box:
+                                continue
+                            box.add(key)
+                        append((m, act, key, _PUBLISHER, k, (new_pub, qid)))
                         continue
                     if dropped is None:
                         dropped = [self._after_write(p, rev) for p in pubs]
@@ -423,13 +511,19 @@ class _Keys:
                     payload = (new_pub, write, qs.copy(), key_head)
                     if sym:
                         qs.sort()
-                    append((act, (key_head, *sp, *qs), _WRITE, k, payload))
-        return out
+                    m += 1
+                    key = (key_head, *sp, *qs)
+                    if fresh:
+                        if key in box:
+                            continue
+                        box.add(key)
+                    append((m, act, key, _WRITE, k, payload))
+        return m + 1, out
 
     def build(self, node: _Node, cand: _Candidate, number: int) -> _Node:
         """The successor ``cand`` stands for, as a frontier node numbered ``number``."""
         _, state, parts, pids, qids, head = node
-        _, _, kind, index, payload = cand
+        _, _, _, kind, index, payload = cand
         if kind == _PUBLISHER:
             new_pub, qid = payload
             qs = qids.copy()
@@ -683,30 +777,33 @@ def explore(
         for node in frontier:
             sid = node[0]
             state = node[1]
-            cands = candidates(node)
-            transitions += len(cands)
-            for m, cand in enumerate(cands):
+            # Every transition is looked at while a situation is unreached or the graph is
+            # kept; otherwise only those to new keys are listed (``seen`` is filled there).
+            every = bool(waiting) or keep_graph
+            moves, cands = candidates(node, None if every else seen)
+            transitions += moves
+            for cand in cands:
+                m = cand[0]
                 built = None
-                if waiting and (trigger is None or cand[0].kind in trigger):
+                if waiting and (trigger is None or cand[1].kind in trigger):
                     built = build(node, cand, count)
-                    action, new = cand[0], built[1]
+                    action, new = cand[1], built[1]
                     for situation in [s for s in waiting if s.check(state, action, new)]:
                         waiting.remove(situation)
                         trigger = _kinds(waiting)
                         reached[situation.name] = Reached(
                             situation.name, depth + 1, action.describe()
                         )
-                key = cand[1]
                 if keep_graph:
-                    tid = index.setdefault(key, count)
+                    tid = index.setdefault(cand[2], count)
                     edges.append(sid)
                     edges.append(tid)
                     if tid != count:
                         continue
-                elif key in seen:
-                    continue
-                else:
-                    seen.add(key)
+                elif every:
+                    if cand[2] in seen:
+                        continue
+                    seen.add(cand[2])
                 tid = count
                 count += 1
                 if built is None:
@@ -741,7 +838,7 @@ def explore(
                             ExploreProgress(
                                 config.part,
                                 count,
-                                transitions - (len(cands) - m - 1),
+                                transitions - (moves - m - 1),
                                 depth + 1,
                                 now - started,
                                 memory,
@@ -750,7 +847,7 @@ def explore(
                         )
             if found is not None or capped:
                 # Only the transitions up to the one that stopped it were taken.
-                transitions -= len(cands) - m - 1
+                transitions -= moves - m - 1
                 break
         if nxt:
             depth += 1

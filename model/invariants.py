@@ -181,7 +181,9 @@ def _partition_checks(state: State, i: int) -> tuple[str | None, str | None]:
         # The same partition object as the last look (the two invariants using this
         # ask one after the other): skip hashing it again.
         return last[1]
-    key = (i, part)
+    # Both checks read the ground truth, the checkpoints and the peaks only (not the
+    # generations or the readers, which make most partitions distinct).
+    key = (i, part.truth, part.checkpoints, part.peaks)
     got = ctx.partition_checks.get(key)
     if got is None:
         got = (_monotone_checkpoints(state, i), _true_checkpoints(state, i))

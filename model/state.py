@@ -566,8 +566,8 @@ class Context:
         self.merge_cache: dict[tuple[int, tuple[Partition, ...]], tuple[str, Cut]] = {}
         #: (partition index, reader index, reader, truth) -> the provider's page answers.
         self.page_cache: dict[tuple[int, int, Reader, Truth], list[tuple[Action, Reader]]] = {}
-        #: (partition index, partition) -> (monotonicity, truth) violation messages.
-        self.partition_checks: dict[tuple[int, Partition], tuple[str | None, str | None]] = {}
+        #: (partition index, truth, checkpoints, peaks) -> (monotonicity, truth) violations.
+        self.partition_checks: dict[tuple[object, ...], tuple[str | None, str | None]] = {}
         #: partition index -> the partition last looked up there, with its entry.
         self.partition_checked: dict[int, tuple[Partition, tuple[str | None, str | None]]] = {}
 
