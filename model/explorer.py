@@ -46,12 +46,12 @@ from fencepost.model.cuts import NOTHING, Cut
 from fencepost.model.invariants import INVARIANTS, Invariant
 from fencepost.model.machine import (
     Core,
-    PublisherMoves,
     Write,
     core_of,
     environment_moves,
     history_after,
     initial,
+    merge_partitions,
     published,
     publisher_moves,
     reader_moves,
@@ -64,6 +64,8 @@ from fencepost.model.machine import (
 from fencepost.model.sometimes import Sometimes, applicable
 from fencepost.model.state import (
     CONFIRMED,
+    HAVE_MEMBERSHIP,
+    HAVE_RECORD,
     PUBLISHED,
     PUBLISHER_LOCAL,
     PUBLISHER_PHASES,
@@ -190,8 +192,9 @@ _WRITE = 3  # the store applied a publication write (record, history), then publ
 _Candidate = tuple[int, Action, tuple[int, ...], int, int, Any]
 
 #: A state being explored: (its number, the state, its partitions' parts tuples, their
-#: abstract ids, its publishers' ids, its head id).
-_Node = tuple[int, State, list[tuple[int, ...]], list[int], list[int], int]
+#: abstract ids, its publishers' abstract ids, its head id, its publishers' interned ids,
+#: its record's interned id).
+_Node = tuple[int, State, list[tuple[int, ...]], list[int], list[int], int, list[int], int]
 
 
 class _Keys:
@@ -243,12 +246,19 @@ class _Keys:
         self.reshard_memo: dict[tuple[int, int, int], tuple[Action, int, int]] = {}
         #: (i, j, epoch, core id, reader id) -> reader j's moves, with core and reader ids.
         self.reader_memo: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
-        #: id(the model's move list) -> (that list, per move: the publisher's id after it).
-        self.publisher_memo: dict[int, tuple[PublisherMoves, list[int]]] = {}
+        self.publisher_cids: dict[Publisher, int] = {}
+        self.publishers: list[Publisher] = []
+        self.record_cids: dict[Record, int] = {}
+        self.records: list[Record] = []
+        #: (k, publisher cid, record cid, epoch or merge read) -> (action, publisher cid
+        #: after, its abstract id after, the write).
+        self.publisher_memo: dict[tuple[object, ...], list[tuple[Action, int, int, Any]]] = {}
+        #: (epoch, core ids...) -> the merge of that epoch's checkpoints.
+        self.merged: dict[tuple[int, ...], tuple[str, Cut]] = {}
         #: (head, epoch, cut) -> the head once the record is written (epoch, cut).
         self.head_after: dict[tuple[int, int, Cut], int] = {}
-        #: (publisher, revision) -> its id once another's write moves the revision on.
-        self.after_write: dict[tuple[Publisher, int], int] = {}
+        #: (publisher cid, record cid) -> its ids once another's write moves the record on.
+        self.after_write: dict[tuple[int, int], tuple[int, int]] = {}
 
     # -- interning -------------------------------------------------------------
     def core_id(self, core: Core) -> int:
@@ -360,15 +370,47 @@ class _Keys:
             self.reader_memo[probe] = got
         return got
 
-    def _publisher(self, state: State, k: int) -> tuple[PublisherMoves, list[int]]:
-        moves = publisher_moves(state, k)
-        got = self.publisher_memo.get(id(moves))
-        if got is None or got[0] is not moves:
-            # The entry holds the list, so its id cannot be reused while the entry lives.
+    def publisher_cid(self, pub: Publisher) -> int:
+        """The interned id of a publisher as it is (concrete: revision numbers and all)."""
+        got = self.publisher_cids.get(pub)
+        if got is None:
+            got = self.publisher_cids[pub] = len(self.publishers)
+            self.publishers.append(pub)
+        return got
+
+    def record_cid(self, record: Record) -> int:
+        """The interned id of a publication record as it is."""
+        got = self.record_cids.get(record)
+        if got is None:
+            got = self.record_cids[record] = len(self.records)
+            self.records.append(record)
+        return got
+
+    def _publisher(self, node: _Node, k: int) -> list[tuple[Action, int, int, Write | None]]:
+        """Publisher ``k``'s moves as (action, its interned id after, its abstract id after,
+        the write), memoized per what :func:`publisher_moves` reads, named by ids."""
+        _, state, parts, _, _, _, qcs, rc = node
+        qc = qcs[k]
+        pub = self.publishers[qc]
+        reads: object = 0
+        if pub.phase == HAVE_RECORD:
+            reads = state.epoch
+        elif pub.phase == HAVE_MEMBERSHIP:
+            # The merge reads the checkpoints: the cores.
+            probe_merge = (pub.mem_epoch, *[p[0] for p in parts])
+            reads = self.merged.get(probe_merge)
+            if reads is None:
+                reads = merge_partitions(state.context, state.partitions, pub.mem_epoch)
+                self.merged[probe_merge] = reads
+        probe = (k, qc, rc, reads)
+        got = self.publisher_memo.get(probe)
+        if got is None:
             rev = state.record.revision
-            ids = [self.publisher_id(p, rev if w is None else rev + 1) for _, p, w in moves]
-            got = (moves, ids)
-            self.publisher_memo[id(moves)] = got
+            got = [
+                (act, self.publisher_cid(p), self.publisher_id(p, rev if w is None else rev + 1), w)
+                for act, p, w in publisher_moves(state, k)
+            ]
+            self.publisher_memo[probe] = got
         return got
 
     def _head_after(self, head: int, write: Write, ctx: Context) -> int:
@@ -381,11 +423,15 @@ class _Keys:
             self.head_after[probe] = got
         return got
 
-    def _after_write(self, pub: Publisher, revision: int) -> int:
-        probe = (pub, revision)
+    def _after_write(self, qc: int, rc: int) -> tuple[int, int]:
+        """Publisher ``qc`` once another's write moves record ``rc`` on: (abstract id,
+        interned id)."""
+        probe = (qc, rc)
         got = self.after_write.get(probe)
         if got is None:
-            got = self.publisher_id(write_dropped(pub), revision + 1)
+            dropped = write_dropped(self.publishers[qc])
+            revision = self.records[rc].revision + 1
+            got = (self.publisher_id(dropped, revision), self.publisher_cid(dropped))
             self.after_write[probe] = got
         return got
 
@@ -402,7 +448,7 @@ class _Keys:
         partition, reader and publisher; per successor a few small-int tuples,
         dict probes and a sort of a few ints.
         """
-        _, state, parts, pids, qids, head = node
+        _, state, parts, pids, qids, head, qcs, rc = node
         m = -1
         fresh = seen is not None
         box: set[tuple[int, ...]] = set() if seen is None else seen
@@ -484,12 +530,9 @@ class _Keys:
                     box.add(key)
                 append((m, act, key, _RESHARD, i, new_parts))
         if ctx.has_publishers:
-            rev = state.record.revision
-            pubs = state.publishers
-            dropped: list[int] | None = None
-            for k in range(len(pubs)):
-                moves, ids = self._publisher(state, k)
-                for (act, new_pub, write), qid in zip(moves, ids, strict=True):
+            dropped: list[tuple[int, int]] | None = None
+            for k in range(len(qcs)):
+                for act, new_qc, qid, write in self._publisher(node, k):
                     if write is None:
                         qs = qids.copy()
                         qs[k] = qid
@@ -501,14 +544,14 @@ class _Keys:
                             if key in box:
                                 continue
                             box.add(key)
-                        append((m, act, key, _PUBLISHER, k, (new_pub, qid)))
+                        append((m, act, key, _PUBLISHER, k, (new_qc, qid)))
                         continue
                     if dropped is None:
-                        dropped = [self._after_write(p, rev) for p in pubs]
-                    qs = dropped.copy()
+                        dropped = [self._after_write(qc, rc) for qc in qcs]
+                    qs = [q for q, _ in dropped]
                     qs[k] = qid
                     key_head = self._head_after(head, write, ctx)
-                    payload = (new_pub, write, qs.copy(), key_head)
+                    unsorted = qs.copy()
                     if sym:
                         qs.sort()
                     m += 1
@@ -517,33 +560,38 @@ class _Keys:
                         if key in box:
                             continue
                         box.add(key)
-                    append((m, act, key, _WRITE, k, payload))
+                    new_qcs = [c for _, c in dropped]
+                    new_qcs[k] = new_qc
+                    append((m, act, key, _WRITE, k, (new_qc, write, unsorted, key_head, new_qcs)))
         return m + 1, out
 
     def build(self, node: _Node, cand: _Candidate, number: int) -> _Node:
         """The successor ``cand`` stands for, as a frontier node numbered ``number``."""
-        _, state, parts, pids, qids, head = node
+        _, state, parts, pids, qids, head, qcs, rc = node
         _, _, _, kind, index, payload = cand
         if kind == _PUBLISHER:
-            new_pub, qid = payload
+            new_qc, qid = payload
             qs = qids.copy()
             qs[index] = qid
-            return (number, published(state, index, new_pub, None), parts, pids, qs, head)
+            cs = qcs.copy()
+            cs[index] = new_qc
+            new = published(state, index, self.publishers[new_qc], None)
+            return (number, new, parts, pids, qs, head, cs, rc)
         if kind == _WRITE:
-            new_pub, write, qs, key_head = payload
-            new = published(state, index, new_pub, write)
-            return (number, new, parts, pids, qs, key_head)
+            new_qc, write, qs, key_head, cs = payload
+            new = published(state, index, self.publishers[new_qc], write)
+            return (number, new, parts, pids, qs, key_head, cs, self.record_cid(new.record))
         if payload is None:  # a reshard that moves no events
-            return (number, resharded(state, index, None), parts, pids, qids, head)
+            return (number, resharded(state, index, None), parts, pids, qids, head, qcs, rc)
         ns = parts.copy()
         ns[index] = payload
         ps = pids.copy()
         ps[index] = self.partition_ids[payload]
         part = self.partition(payload)
         if kind == _LOCAL:
-            return (number, with_partition(state, index, part), ns, ps, qids, head)
+            return (number, with_partition(state, index, part), ns, ps, qids, head, qcs, rc)
         next_head = self.head(state.epoch + 1, state.record, state.history)
-        return (number, resharded(state, index, part), ns, ps, qids, next_head)
+        return (number, resharded(state, index, part), ns, ps, qids, next_head, qcs, rc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -764,7 +812,9 @@ def explore(
     trigger = _kinds(waiting)
     reached: dict[str, Reached] = {}
     found = _violated(start, invariants)
-    frontier: list[_Node] = [(0, start, parts0, pids0, qids0, head0)] if found is None else []
+    qcs0 = [keys.publisher_cid(p) for p in start.publishers]
+    node0: _Node = (0, start, parts0, pids0, qids0, head0, qcs0, keys.record_cid(start.record))
+    frontier: list[_Node] = [node0] if found is None else []
     capped = False
     stopped_by: str | None = None
     hit = 0
