@@ -232,8 +232,11 @@ class _Keys:
         self.cores: list[Core] = []
         self.reader_ids: dict[Reader, int] = {}
         self.readers: list[Reader] = []
-        #: parts -> abstract partition id.
+        #: parts -> abstract partition id; core id -> abstract core id; (reader id, core
+        #: id) -> abstract reader id (its generation gap read from the core).
         self.partition_ids: dict[tuple[int, ...], int] = {}
+        self.core_abstract: dict[int, int] = {}
+        self.reader_abstract: dict[tuple[int, int], int] = {}
         self.publisher_ids: dict[tuple[Publisher, int], int] = {}
         self.heads: dict[tuple[int, int, Cut, History], int] = {}
         self.head_parts: list[tuple[int, int, Cut, History]] = []
@@ -286,11 +289,41 @@ class _Keys:
         return Partition(*self.cores[parts[0]], tuple([readers[r] for r in parts[1:]]))
 
     def partition_id(self, parts: tuple[int, ...]) -> int:
+        """The abstract id of the partition ``parts`` names.
+
+        Built from the parts' own abstract ids (the core less its generations,
+        each reader with its generation gap, readers sorted under symmetry): two
+        partitions get one id exactly when :func:`_partition_abstract` gives them
+        equal abstractions, without building either.
+        """
         got = self.partition_ids.get(parts)
         if got is None:
-            abstract = ("partition", _partition_abstract(self.partition(parts), self.symmetry))
+            core = parts[0]
+            readers = [self._reader_abstract(r, core) for r in parts[1:]]
+            if self.symmetry:
+                readers.sort()
+            abstract = ("partition", self._core_abstract(core), *readers)
             got = self.interned.setdefault(abstract, len(self.interned))
             self.partition_ids[parts] = got
+        return got
+
+    def _core_abstract(self, core: int) -> int:
+        got = self.core_abstract.get(core)
+        if got is None:
+            truth, checkpoints, _, peaks = self.cores[core]
+            abstract = ("core", truth, checkpoints, peaks)
+            got = self.core_abstract[core] = self.interned.setdefault(abstract, len(self.interned))
+        return got
+
+    def _reader_abstract(self, reader: int, core: int) -> int:
+        probe = (reader, core)
+        got = self.reader_abstract.get(probe)
+        if got is None:
+            r = self.readers[reader]
+            abstract = ("reader", *r[:READER_EXPECTED], _generation_gap(r, self.cores[core][2]))
+            got = self.reader_abstract[probe] = self.interned.setdefault(
+                abstract, len(self.interned)
+            )
         return got
 
     def publisher_id(self, pub: Publisher, revision: int) -> int:
