@@ -689,6 +689,9 @@ class ExploreResult:
     #: (sampled every 1,024 new states and at the end), in bytes.
     memory_start: int = 0
     memory_peak: int = 0
+    #: The explorer's own key of every node, by state number (kept with the graph): flat
+    #: tuples of small ints (see :class:`_Keys`), for a same-run baseline over the graph.
+    state_keys: list[tuple[int, ...]] | None = None
     _graph: Any = None
     _keys: list[Hashable] | None = None
 
@@ -987,6 +990,7 @@ def _explore(
         edges=edges if keep_graph else None,
         memory_start=memory_start,
         memory_peak=memory_peak,
+        state_keys=list(index) if keep_graph else None,
     )
     if found is not None:
         result.verdict = VIOLATED
