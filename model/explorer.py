@@ -185,6 +185,14 @@ _RESHARD = 1  # next membership epoch, partition ``index`` replaced (-1: none)
 _PUBLISHER = 2  # publisher ``index`` replaced, record untouched
 _WRITE = 3  # the store applied a publication write (record, history), then publisher ``index``
 
+#: The state fields each kind of successor changes (the others are its parent's).
+_CHANGES = (
+    frozenset({"partitions"}),
+    frozenset({"partitions", "epoch"}),
+    frozenset({"publishers"}),
+    frozenset({"record", "publishers", "history"}),
+)
+
 #: One candidate successor: (move number, action, key, kind, index, payload). The move
 #: number is its position in :func:`successors`. ``payload``: for
 #: ``_LOCAL`` and ``_RESHARD`` the new partition's parts tuple (``None``: a reshard moving
@@ -879,7 +887,12 @@ def _explore(
     edges = array("l")
     transitions = 0
     depth = 0
-    checks = [inv.check for inv in invariants]
+    # Per candidate kind, the invariants a successor of that kind must be checked against:
+    # those reading a field it changes (the state it leaves passed every one).
+    checks = [
+        [inv.check for inv in invariants if inv.reads is None or inv.reads & changed]
+        for changed in _CHANGES
+    ]
     waiting = list(applicable(config) if sometimes is None else sometimes)
     trigger = _kinds(waiting)
     reached: dict[str, Reached] = {}
@@ -936,7 +949,7 @@ def _explore(
                 nxt.append(built)
                 if keep_graph:
                     reps.append(new)
-                for check in checks:
+                for check in checks[cand[3]]:
                     if check(new) is not None:
                         found = _violated(new, invariants)
                         hit = tid
