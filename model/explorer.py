@@ -501,16 +501,21 @@ class _Keys:
         sq = sorted(qids) if sym else qids
         sp = sorted(pids) if sym else pids
         partition_id = self.partition_id
+        known = self.partition_ids.get
+        single = len(pids) == 1  # one partition: its id is the key's whole middle
         for i, mine in enumerate(parts):
             core = mine[0]
             if len(mine) == 1:  # no readers: the new partition's id is memoized too
                 for act, new_parts, pid in self._alone(state, i, core):
-                    ps = pids.copy()
-                    ps[i] = pid
-                    if sym:
-                        ps.sort()
+                    if single:
+                        key = (head, pid, *sq)
+                    else:
+                        ps = pids.copy()
+                        ps[i] = pid
+                        if sym:
+                            ps.sort()
+                        key = (head, *ps, *sq)
                     m += 1
-                    key = (head, *ps, *sq)
                     if fresh:
                         if key in box:
                             continue
@@ -523,25 +528,29 @@ class _Keys:
                 ps[i] = partition_id(new_parts)
                 if sym:
                     ps.sort()
-                m += 1
                 key = (head, *ps, *sq)
+                m += 1
                 if fresh:
                     if key in box:
                         continue
                     box.add(key)
                 append((m, act, key, _LOCAL, i, new_parts))
             for j in range(1, len(mine)):
+                before, after = mine[1:j], mine[j + 1 :]
                 for act, new_core, new_reader in self._reader(state, i, j - 1, core, mine[j]):
-                    listed = list(mine)
-                    listed[0] = new_core
-                    listed[j] = new_reader
-                    new_parts = tuple(listed)
-                    ps = pids.copy()
-                    ps[i] = partition_id(new_parts)
-                    if sym:
-                        ps.sort()
+                    new_parts = (new_core, *before, new_reader, *after)
+                    pid = known(new_parts)
+                    if pid is None:
+                        pid = partition_id(new_parts)
+                    if single:
+                        key = (head, pid, *sq)
+                    else:
+                        ps = pids.copy()
+                        ps[i] = pid
+                        if sym:
+                            ps.sort()
+                        key = (head, *ps, *sq)
                     m += 1
-                    key = (head, *ps, *sq)
                     if fresh:
                         if key in box:
                             continue
@@ -573,15 +582,19 @@ class _Keys:
                 append((m, act, key, _RESHARD, i, new_parts))
         if ctx.has_publishers:
             dropped: list[tuple[int, int]] | None = None
+            alone = len(qcs) == 1  # one publisher: its id is the key's whole tail
             for k in range(len(qcs)):
                 for act, new_qc, qid, write in self._publisher(node, k):
                     if write is None:
-                        qs = qids.copy()
-                        qs[k] = qid
-                        if sym:
-                            qs.sort()
+                        if alone:
+                            key = (head, *sp, qid)
+                        else:
+                            qs = qids.copy()
+                            qs[k] = qid
+                            if sym:
+                                qs.sort()
+                            key = (head, *sp, *qs)
                         m += 1
-                        key = (head, *sp, *qs)
                         if fresh:
                             if key in box:
                                 continue
