@@ -184,7 +184,10 @@ def main() -> None:
             found = bare_bfs(graph, first)
             return found / (time.perf_counter() - began)
 
-        ours, theirs = rounds(lambda c=config: explorer_rate(c), baseline_rate, args.repeat)
+        def ours_rate(chosen: ModelConfig = config) -> float:
+            return explorer_rate(chosen)
+
+        ours, theirs = rounds(ours_rate, baseline_rate, args.repeat)
         del adjacency
         mine, bare = statistics.median(ours), statistics.median(theirs)
         memory = in_fresh_process(part)

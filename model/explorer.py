@@ -502,6 +502,8 @@ class _Keys:
         sp = sorted(pids) if sym else pids
         partition_id = self.partition_id
         known = self.partition_ids.get
+        new_parts: tuple[int, ...]
+        got: int | None
         single = len(pids) == 1  # one partition: its id is the key's whole middle
         for i, mine in enumerate(parts):
             core = mine[0]
@@ -539,14 +541,14 @@ class _Keys:
                 before, after = mine[1:j], mine[j + 1 :]
                 for act, new_core, new_reader in self._reader(state, i, j - 1, core, mine[j]):
                     new_parts = (new_core, *before, new_reader, *after)
-                    pid = known(new_parts)
-                    if pid is None:
-                        pid = partition_id(new_parts)
+                    got = known(new_parts)
+                    if got is None:
+                        got = partition_id(new_parts)
                     if single:
-                        key = (head, pid, *sq)
+                        key = (head, got, *sq)
                     else:
                         ps = pids.copy()
-                        ps[i] = pid
+                        ps[i] = got
                         if sym:
                             ps.sort()
                         key = (head, *ps, *sq)
@@ -1022,10 +1024,10 @@ def _explore(
         result.verdict = VIOLATED
         result.violation = found
         path = []
-        node = hit
-        while node >= 0:
-            path.append(node)
-            node = parent[node]
+        at = hit
+        while at >= 0:
+            path.append(at)
+            at = parent[at]
         path.reverse()
         result.counterexample = _replay(start, [moved[n] for n in path[1:]])
         result.depth = len(path) - 1

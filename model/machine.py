@@ -163,8 +163,8 @@ def successors(state: State) -> Successors:
     for i, part in enumerate(state.partitions):
         for act, new_part in local_moves(ctx, i, e, part):
             out.append((act, _with_partition(state, i, new_part)))
-    for act, i, new_part in reshard_moves(ctx, e, state.partitions):
-        out.append((act, resharded(state, i, new_part)))
+    for act, i, target in reshard_moves(ctx, e, state.partitions):
+        out.append((act, resharded(state, i, target)))
     if ctx.has_publishers:
         for k in range(len(state.publishers)):
             for act, new_pub, write in publisher_moves(state, k):
