@@ -256,6 +256,8 @@ class _Keys:
         #: (i, epoch, core id) -> the reshard moving events into partition i, with the core
         #: id after it.
         self.reshard_memo: dict[tuple[int, int, int], tuple[Action, int, int]] = {}
+        #: (i, epoch, core id, reader id) -> the moves of the first reader met in that state.
+        self.reader_any: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
         #: (i, j, epoch, core id, reader id) -> reader j's moves, with core and reader ids.
         self.reader_memo: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
         self.publisher_cids: dict[Publisher, int] = {}
@@ -407,8 +409,17 @@ class _Keys:
         probe = (i, j, state.epoch, core, reader)
         got = self.reader_memo.get(probe)
         if got is None:
-            moves = reader_moves(state.context, i, j, state.epoch, state.partitions[i])
-            got = [(act, self.core_id(c), self.reader_id(r)) for act, c, r in moves]
+            # Readers of one partition differ by name only: another reader's moves from
+            # the same reader state on the same core are these, its name replaced.
+            ctx = state.context
+            other = self.reader_any.get(probe[0:1] + probe[2:])
+            if other is None:
+                moves = reader_moves(ctx, i, j, state.epoch, state.partitions[i])
+                got = [(act, self.core_id(c), self.reader_id(r)) for act, c, r in moves]
+                self.reader_any[probe[0:1] + probe[2:]] = got
+            else:
+                name = ctx.reader_names[i][j]
+                got = [(_renamed(ctx, act, name), c, r) for act, c, r in other]
             self.reader_memo[probe] = got
         return got
 
@@ -1038,6 +1049,12 @@ def _explore(
         result.verdict = VACUOUS
         result.unreached = tuple(waiting)
     return result
+
+
+def _renamed(ctx: Context, action: Action, actor: str) -> Action:
+    """``action`` taken by ``actor`` instead (interned like every action)."""
+    a = action
+    return ctx.action(a.kind, actor, a.partition, a.epoch, a.cut, a.outcome, a.page, a.detail)
 
 
 def _kinds(waiting: Sequence[Sometimes]) -> frozenset[str] | None:
