@@ -23,10 +23,18 @@ invariant. States are deduplicated by a *canonical key*:
   out). Permuting them maps reachable states to reachable states and
   violations to violations, so one representative per orbit suffices.
 
-The reachable graph is kept as a flat edge list during the search and handed
-out as a ``networkx.DiGraph`` (``result.graph``, built in bulk on first use)
-whose nodes are state numbers: ``result.keys[n]`` is node ``n``'s canonical key
-and ``result.representatives[n]`` the state explored for it.
+The search itself works on interned ids (:class:`_Keys`): a key is a flat
+tuple of small ints carrying the same information as :func:`canonical_key`,
+computed for each successor from its parent's ids and the memoized moves of
+the model, and the successor is built only when its key is new. Behind the
+search only the keys, a parent pointer and a move number per state are kept;
+a counterexample is replayed from the initial state.
+
+With ``keep_graph`` the reachable graph is kept as a flat edge list during the
+search and handed out as a ``networkx.DiGraph`` (``result.graph``, built in
+bulk on first use) whose nodes are state numbers: ``result.keys[n]`` is node
+``n``'s canonical key and ``result.representatives[n]`` the state explored for
+it.
 """
 
 from __future__ import annotations
@@ -845,17 +853,21 @@ def explore(
     are. ``progress`` is called about every ``progress_every`` seconds with an
     :class:`ExploreProgress`.
 
-    Cost. Time: per distinct state, one memo lookup per partition and publisher
-    (:mod:`fencepost.model.machine`) and the invariants; per transition, one
-    key (a tuple of ``1 + partitions + publishers`` small ints, see
-    :class:`_Keys`) and one set probe; a successor state is built only when its
-    key is new. Memory: per distinct state its key in a set (about 150 bytes at
-    the default bounds) and 8 bytes of parent pointer and move number; the
-    states themselves only for the current and next depth (all of them, and a
-    graph, with ``keep_graph``); plus the memo tables, which grow with distinct
-    sub-states (partitions, publishers with the record), not with states.
+    Cost. Time: per distinct state, one memo lookup per partition, reader and
+    publisher (:class:`_Keys`, over :mod:`fencepost.model.machine`) and the
+    invariants reading a field its transition changed (``Invariant.reads``);
+    per transition, one key (a tuple of ``1 + partitions + publishers`` small
+    ints) and one set probe; a successor state is built only when its key is
+    new. 12-25 microseconds per distinct state at the default bounds
+    (docs/performance.md). Memory: per distinct state its key in a set (about
+    100 bytes at the default bounds) and 16 bytes of parent pointer and move
+    number; the states themselves only for the current and next depth (all of
+    them, and a graph, with ``keep_graph``); plus the memo tables, which grow
+    with distinct sub-states (cores, readers, partitions, publishers, records),
+    not with states, except that readers make most partitions distinct. About
+    250 bytes per state in all for the publication part, 750 for ingest.
     ``result.memory_peak`` is the peak of the process's resident set sampled
-    every 1,024 states.
+    every 1,024 states (``result.bytes_per_state`` its growth per state).
 
     Cyclic garbage collection is paused while it runs (and restored after):
     the exploration allocates only acyclic tuples and lists, and a collector
