@@ -151,12 +151,24 @@ def matching(state: State, kind: str, **fields: object) -> list[Action]:
 
 def successors(state: State) -> Successors:
     """Every enabled ``(action, next_state)``: per partition (environment, readers), then
-    the reshard, then publishers."""
+    the reshard, then publishers.
+
+    Composed from :func:`local_moves`, :func:`reshard_moves` and
+    :func:`publisher_moves` (the explorer uses those directly, so that it only
+    builds the states it has not seen).
+    """
+    ctx = state.context
+    e = state.epoch
     out: Successors = []
-    _local(state, out)
-    _reshard(state, out)
-    if state.context.has_publishers:
-        _publishers(state, out)
+    for i, part in enumerate(state.partitions):
+        for act, new_part in local_moves(ctx, i, e, part):
+            out.append((act, _with_partition(state, i, new_part)))
+    for act, i, target in reshard_moves(ctx, e, state.partitions):
+        out.append((act, resharded(state, i, target)))
+    if ctx.has_publishers:
+        for k in range(len(state.publishers)):
+            for act, new_pub, write in publisher_moves(state, k):
+                out.append((act, published(state, k, new_pub, write)))
     return out
 
 
@@ -169,11 +181,26 @@ def merge(state: State, epoch: int) -> tuple[str, Cut]:
     The reasons are checked in the documented order; there is one order per
     model, so ``incomparable`` cannot arise. Mutants bend one rule here.
     """
-    ctx = state.context
+    return merge_partitions(state.context, state.partitions, epoch)
+
+
+def merge_partitions(
+    ctx: Context, partitions: tuple[Partition, ...], epoch: int
+) -> tuple[str, Cut]:
+    """:func:`merge` of ``epoch`` over these partitions (memoized per distinct argument)."""
+    key = (epoch, partitions)
+    got = ctx.merge_cache.get(key)
+    if got is None:
+        got = _merge(ctx, partitions, epoch)
+        ctx.merge_cache[key] = got
+    return got
+
+
+def _merge(ctx: Context, partitions: tuple[Partition, ...], epoch: int) -> tuple[str, Cut]:
     mutant = ctx.mutant
     scope = ctx.config.scope
     vector: list[Checkpoint] = []
-    for part in state.partitions:
+    for part in partitions:
         if mutant == "epoch-blind":
             cp = MISSING
             for older in part.checkpoints[:epoch]:
@@ -222,6 +249,11 @@ def _with_partition(state: State, i: int, part: Partition, epoch: int = 0) -> St
     )
 
 
+def with_partition(state: State, i: int, part: Partition) -> State:
+    """``state`` after a step of :func:`local_moves`: partition ``i`` is ``part``."""
+    return _with_partition(state, i, part)
+
+
 def _with_publisher(state: State, k: int, pub: Publisher) -> State:
     pubs = state.publishers
     return State(
@@ -263,28 +295,80 @@ def _store_checkpoint(
 LocalMoves = list[tuple[Action, Partition]]
 
 
-def _local(state: State, out: Successors) -> None:
-    """Transitions that touch one partition only: its environment and its readers.
+#: A partition's durable state less its readers: what its environment and each reader read.
+Core = tuple[Truth, tuple[Checkpoint, ...], tuple[int, ...], tuple[Cut, ...]]
 
-    They depend on nothing but the partition, its index and the current epoch,
-    so they are computed once per distinct (index, epoch, partition) and reused.
+
+def local_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
+    """Transitions that touch partition ``i`` only, in epoch ``e``: its environment, then
+    its readers in order, each as ``(action, partition after)``.
+
+    Composed from :func:`environment_moves` and :func:`reader_moves` (memoized),
+    so a call costs a few hashes and one partition tuple per move.
     """
-    ctx = state.context
-    e = state.epoch
-    cache = ctx.local_cache
-    for i, part in enumerate(state.partitions):
-        key = (i, e, part)
-        moves = cache.get(key)
-        if moves is None:
-            if ctx.part == "publication":
-                moves = _certify_partition(ctx, i, e, part)
-            else:
-                moves = _finalize_partition(ctx, i, e, part)
-            if ctx.has_readers:
-                moves.extend(_reader_moves(ctx, i, e, part))
-            cache[key] = moves
-        for act, new_part in moves:
-            out.append((act, _with_partition(state, i, new_part)))
+    readers = part.readers
+    out: LocalMoves = [
+        (act, Partition(*c, readers)) for act, c in environment_moves(ctx, i, e, part)
+    ]
+    for j in range(len(readers)):
+        for act, c, new_reader in reader_moves(ctx, i, j, e, part):
+            out.append((act, Partition(*c, (*readers[:j], new_reader, *readers[j + 1 :]))))
+    return out
+
+
+def core_of(part: Partition) -> Core:
+    """The partition less its readers: what its environment and each reader read."""
+    return (part.truth, part.checkpoints, part.generations, part.peaks)
+
+
+def environment_moves(ctx: Context, i: int, e: int, part: Partition) -> list[tuple[Action, Core]]:
+    """The environment's steps on partition ``i`` in epoch ``e``, as ``(action, core after)``
+    (its readers are left alone).
+
+    Publication part: checkpoint advances (:func:`_certify_partition`); the
+    others: the source finalizes events (:func:`_finalize_partition`). They read
+    the core only, so they are memoized per distinct (index, epoch, core); the
+    list returned is the memo's own (do not change it).
+    """
+    core = core_of(part)
+    key = (i, e, core)
+    got = ctx.env_cache.get(key)
+    if got is None:
+        if ctx.part == "publication":
+            moves = _certify_partition(ctx, i, e, part)
+        else:
+            moves = _finalize_partition(ctx, i, e, part)
+        got = [(act, _core(new, core)) for act, new in moves]
+        ctx.env_cache[key] = got
+    return got
+
+
+def reader_moves(
+    ctx: Context, i: int, j: int, e: int, part: Partition
+) -> list[tuple[Action, Core, Reader]]:
+    """Reader ``j`` of partition ``i``: its next steps, as ``(action, core after, reader after)``.
+
+    A reader's step reads the core and its own tuple only and changes no other
+    reader, so concurrent readers multiply the states but not this work: the
+    moves are memoized per distinct (indexes, epoch, core, reader); the list
+    returned is the memo's own (do not change it).
+    """
+    core = core_of(part)
+    reader = part.readers[j]
+    key = (i, j, e, core, reader)
+    got = ctx.reader_cache.get(key)
+    if got is None:
+        own: LocalMoves = []
+        _reader_moves(ctx, i, j, e, part, own)
+        got = [(act, _core(new, core), new.readers[j]) for act, new in own]
+        ctx.reader_cache[key] = got
+    return got
+
+
+def _core(part: Partition, old: Core) -> Core:
+    """``part`` less its readers; ``old`` itself when equal (shares the memo's memory)."""
+    core = core_of(part)
+    return old if core == old else core
 
 
 def _certify_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
@@ -357,51 +441,59 @@ def _finalize_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalM
     return moves
 
 
-def _reshard(state: State, out: Successors) -> None:
+def reshard_moves(
+    ctx: Context, e: int, partitions: tuple[Partition, ...]
+) -> list[tuple[Action, int, Partition | None]]:
     """The membership moves to the next epoch, and a reshard moves events into one partition.
 
-    The moved events (``moved_positions``) sit below what that partition may
-    already have certified in the old epoch. Every partition may be the target.
+    Each move is ``(action, i, partition i after)``; ``(action, -1, None)``
+    when no events move (:func:`resharded` applies either). The moved events
+    (``moved_positions``) sit below what that partition may already have
+    certified in the old epoch. Every partition may be the target.
     """
-    ctx = state.context
-    e = state.epoch
     if e >= ctx.config.epochs:
-        return
+        return []
     new_e = e + 1
     if ctx.n_moved == 0:
-        act = ctx.action("reshard", "membership", None, new_e)
-        out.append((act, state._replace(epoch=new_e)))
-        return
+        return [(ctx.action("reshard", "membership", None, new_e), -1, None)]
     where = ", ".join(coordinate_text(h) for h in ctx.moved_halves)
-    for i, part in enumerate(state.partitions):
+    out: list[tuple[Action, int, Partition | None]] = []
+    for i, part in enumerate(partitions):
         truth = part.truth
         new_part = part._replace(truth=Truth((*truth.moved, new_e), truth.final, truth.durable))
         act = ctx.action("reshard", "membership", ctx.partition_names[i], new_e, detail=where)
-        out.append((act, _with_partition(state, i, new_part, new_e)))
+        out.append((act, i, new_part))
+    return out
+
+
+def resharded(state: State, i: int, part: Partition | None) -> State:
+    """``state`` in the next membership epoch, partition ``i`` replaced by ``part`` (if any)."""
+    if part is None:
+        return state._replace(epoch=state.epoch + 1)
+    return _with_partition(state, i, part, state.epoch + 1)
 
 
 # ---------------------------------------------------------------------------
 # Readers (ingest passes): every step touches the reader's partition only.
 
 
-def _reader_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
-    moves: LocalMoves = []
-    for j, reader in enumerate(part.readers):
-        name = ctx.reader_names[i][j]
-        phase = reader.phase
-        if phase == IDLE:
-            if reader.passes_left:
-                _reader_start(ctx, i, j, e, name, part, moves)
-        elif phase == FETCHED:
-            _reader_record(ctx, i, j, name, part, moves)
-        elif phase == READING:
-            _reader_fetch(ctx, i, j, name, part, moves)
-            _reader_write(ctx, i, j, name, part, moves)
-        elif phase == WRITING:
-            _reader_write(ctx, i, j, name, part, moves)
-        else:
-            _reader_reread(ctx, i, j, name, part, moves)
-    return moves
+def _reader_moves(ctx: Context, i: int, j: int, e: int, part: Partition, moves: LocalMoves) -> None:
+    """Reader ``j`` of partition ``i``: its next step, by phase."""
+    reader = part.readers[j]
+    name = ctx.reader_names[i][j]
+    phase = reader.phase
+    if phase == IDLE:
+        if reader.passes_left:
+            _reader_start(ctx, i, j, e, name, part, moves)
+    elif phase == FETCHED:
+        _reader_record(ctx, i, j, name, part, moves)
+    elif phase == READING:
+        _reader_fetch(ctx, i, j, name, part, moves)
+        _reader_write(ctx, i, j, name, part, moves)
+    elif phase == WRITING:
+        _reader_write(ctx, i, j, name, part, moves)
+    else:
+        _reader_reread(ctx, i, j, name, part, moves)
 
 
 def _set_reader(part: Partition, j: int, reader: Reader, truth: Truth | None = None) -> Partition:
@@ -706,24 +798,59 @@ def _reader_reread(
 # Publishers
 
 
-def _publishers(state: State, out: Successors) -> None:
+#: A write the store applies, ``(epoch, cut, op_id)``: the record moves to it (revision + 1).
+Write = tuple[int, Cut, str]
+#: One publisher's step: the action, the publisher after it, and the write it makes the
+#: store apply first (``None``: the record is left alone).
+PublisherMoves = list[tuple[Action, Publisher, Write | None]]
+
+
+def publisher_moves(state: State, k: int) -> PublisherMoves:
+    """Publisher ``k``'s enabled steps in ``state``, each ``(action, publisher after, write)``.
+
+    :func:`published` applies one. A step reads the publisher itself, the
+    record, and (by phase) the membership epoch or the merge of the epoch it
+    read, so the moves are memoized per distinct such tuple: a hit costs a
+    hash of the publisher and the record. The list returned is the memo's own,
+    the same object for the same tuple: callers must not change it (the
+    explorer keys its own tables on it).
+    """
     ctx = state.context
-    for k, pub in enumerate(state.publishers):
+    pub = state.publishers[k]
+    phase = pub.phase
+    epoch = state.epoch if phase == HAVE_RECORD else 0
+    merged = (
+        merge_partitions(ctx, state.partitions, pub.mem_epoch) if phase == HAVE_MEMBERSHIP else None
+    )
+    key = (k, pub, state.record, epoch, merged)
+    got = ctx.publisher_cache.get(key)
+    if got is None:
+        got = []
         name = ctx.publisher_names[k]
-        phase = pub.phase
+        rec = state.record
         if phase == IDLE:
             if pub.attempts_left:
-                _pub_read_record(state, k, name, out)
+                _pub_read_record(ctx, pub, rec, name, got)
         elif phase == HAVE_RECORD:
-            _pub_read_membership(state, k, name, out)
+            _pub_read_membership(ctx, pub, state.epoch, name, got)
         elif phase == HAVE_MEMBERSHIP:
-            _pub_read_checkpoints(state, k, name, out)
+            assert merged is not None
+            _pub_read_checkpoints(ctx, pub, merged, name, got)
         elif phase == PROPOSING:
-            _pub_write(state, k, name, out)
+            _pub_write(ctx, pub, rec, name, got)
         else:
-            _pub_reread(state, k, name, out)
+            _pub_reread(ctx, pub, rec, name, got)
         if pub.orphan_epoch:
-            _pub_delayed(state, k, name, out)
+            _pub_delayed(ctx, pub, rec, name, got)
+        ctx.publisher_cache[key] = got
+    return got
+
+
+def published(state: State, k: int, pub: Publisher, write: Write | None) -> State:
+    """``state`` after a step of publisher ``k``: the store applies ``write`` (if any), then
+    the publisher is ``pub``."""
+    base = state if write is None else _written(state, *write)
+    return _with_publisher(base, k, pub)
 
 
 def _report(pub: Publisher, outcome: str, reason: str = "", justified: bool = True) -> Publisher:
@@ -771,36 +898,37 @@ def _holding_record(pub: Publisher, rec: Record, retries_left: int, attempt: int
     )
 
 
-def _timeout(state: State, k: int, act: Action, out: Successors) -> None:
+def _timeout(pub: Publisher) -> Publisher:
     """A read times out (``read_timeouts``): the attempt gives up, honestly knowing nothing."""
-    pub = state.publishers[k]
     if pub.phase == IDLE:
         pub = pub._replace(attempts_left=pub.attempts_left - 1, attempt=pub.attempt + 1)
-    out.append((act, _with_publisher(state, k, _report(pub, GAVE_UP))))
+    return _report(pub, GAVE_UP)
 
 
-def _pub_read_record(state: State, k: int, name: str, out: Successors) -> None:
-    ctx = state.context
-    pub = state.publishers[k]
+def _pub_read_record(
+    ctx: Context, pub: Publisher, rec: Record, name: str, out: PublisherMoves
+) -> None:
     act = ctx.action("read_publication", name, outcome="ok")
     started = pub._replace(attempts_left=pub.attempts_left - 1)
-    new = _holding_record(started, state.record, ctx.config.retries, pub.attempt + 1)
-    out.append((act, _with_publisher(state, k, new)))
+    new = _holding_record(started, rec, ctx.config.retries, pub.attempt + 1)
+    out.append((act, new, None))
     if ctx.config.read_timeouts:
-        _timeout(state, k, ctx.action("read_publication", name, outcome="timeout"), out)
+        out.append((ctx.action("read_publication", name, outcome="timeout"), _timeout(pub), None))
 
 
-def _pub_read_membership(state: State, k: int, name: str, out: Successors) -> None:
-    ctx = state.context
-    pub = state.publishers[k]
-    act = ctx.action("read_membership", name, epoch=state.epoch, outcome="ok")
-    new = pub._replace(phase=HAVE_MEMBERSHIP, mem_epoch=state.epoch)
-    out.append((act, _with_publisher(state, k, new)))
+def _pub_read_membership(
+    ctx: Context, pub: Publisher, epoch: int, name: str, out: PublisherMoves
+) -> None:
+    act = ctx.action("read_membership", name, epoch=epoch, outcome="ok")
+    new = pub._replace(phase=HAVE_MEMBERSHIP, mem_epoch=epoch)
+    out.append((act, new, None))
     if ctx.config.read_timeouts:
-        _timeout(state, k, ctx.action("read_membership", name, outcome="timeout"), out)
+        out.append((ctx.action("read_membership", name, outcome="timeout"), _timeout(pub), None))
 
 
-def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> None:
+def _pub_read_checkpoints(
+    ctx: Context, pub: Publisher, merged: tuple[str, Cut], name: str, out: PublisherMoves
+) -> None:
     """Read the membership epoch's checkpoints, merge, decide (docs/semantics.md sections 5-6).
 
     Withheld: stop with the reason. Same epoch as the record: propose only a
@@ -808,11 +936,9 @@ def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> N
     ``monotone`` propose only a cut at least the record's, else withheld
     ``cutover_pending``; under ``reset`` any cut.
     """
-    ctx = state.context
     succ = ctx.successor
-    pub = state.publishers[k]
     e = pub.mem_epoch
-    reason, cut = merge(state, e)
+    reason, cut = merged
     if reason:
         new = _report(pub, WITHHELD, reason)
         detail = reason
@@ -837,22 +963,33 @@ def _pub_read_checkpoints(state: State, k: int, name: str, out: Successors) -> N
             new = _report(pub, WITHHELD, CUTOVER_PENDING)
             detail = CUTOVER_PENDING
     act = ctx.action("read_checkpoints", name, None, e, shown, "ok", detail=detail)
-    out.append((act, _with_publisher(state, k, new)))
+    out.append((act, new, None))
     if ctx.config.read_timeouts:
         act = ctx.action("read_checkpoints", name, None, e, outcome="timeout")
-        _timeout(state, k, act, out)
+        out.append((act, _timeout(pub), None))
 
 
 def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     """The store applies a publication write: revision + 1, op_id stored, history updated.
 
     Every write still in flight named the old revision, so none can apply any
-    more: they are dropped.
+    more: they are dropped (:func:`write_dropped`).
     """
     ctx = state.context
-    succ = ctx.successor
     rec = state.record
-    hist = state.history
+    return State(
+        ctx,
+        state.epoch,
+        state.partitions,
+        Record(epoch, cut, rec.revision + 1, op_id),
+        tuple(write_dropped(p) for p in state.publishers),
+        history_after(ctx, state.history, epoch, cut),
+    )
+
+
+def history_after(ctx: Context, hist: History, epoch: int, cut: Cut) -> History:
+    """The observer's history once the record is written ``(epoch, cut)``."""
+    succ = ctx.successor
     r = _rank(cut, succ)
     if epoch > hist.peak_epoch or (epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ)):
         peak_epoch, peak_cut = epoch, cut
@@ -861,22 +998,19 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     peak_all = hist.peak_all
     if ctx.monotone and r > _rank(peak_all, succ):
         peak_all = cut
-    pubs = tuple(_no_orphan(p) if p.orphan_epoch else p for p in state.publishers)
-    return State(
-        ctx,
-        state.epoch,
-        state.partitions,
-        Record(epoch, cut, rec.revision + 1, op_id),
-        pubs,
-        History(peak_epoch, peak_cut, peak_all),
-    )
+    return History(peak_epoch, peak_cut, peak_all)
+
+
+def write_dropped(pub: Publisher) -> Publisher:
+    """``pub`` once a publication write is applied: a write of its still in flight is dropped."""
+    return _no_orphan(pub) if pub.orphan_epoch else pub
 
 
 def _no_orphan(pub: Publisher) -> Publisher:
     return pub._replace(orphan_epoch=0, orphan_cut=NOTHING, orphan_revision=0, orphan_op="")
 
 
-def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
+def _pub_write(ctx: Context, pub: Publisher, rec: Record, name: str, out: PublisherMoves) -> None:
     """``write_publication`` conditional on the revision read, with every network outcome.
 
     Revision still current: applied and acknowledged; applied with the response
@@ -887,11 +1021,8 @@ def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
     response lost). Without an acknowledgement the publisher is in doubt and
     must make the authoritative read.
     """
-    ctx = state.context
     cfg = ctx.config
     mutant = ctx.mutant
-    pub = state.publishers[k]
-    rec = state.record
     e, cut = pub.mem_epoch, pub.proposal
     op = f"{name}-{pub.attempt}"
 
@@ -901,18 +1032,18 @@ def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
         return p._replace(phase=IN_DOUBT, rec_revision=-1)
 
     if pub.rec_revision == rec.revision:
-        applied = _written(state, e, cut, op)
+        applied: Write = (e, cut, op)
         act = ctx.action("write_publication", name, None, e, cut, "ok")
-        out.append((act, _with_publisher(applied, k, _no_orphan(_report(pub, PUBLISHED)))))
+        out.append((act, _no_orphan(_report(pub, PUBLISHED)), applied))
         if cfg.lost_responses:
             act = ctx.action("write_publication", name, None, e, cut, "lost-applied")
-            out.append((act, _with_publisher(applied, k, _no_orphan(unacknowledged(pub)))))
+            out.append((act, _no_orphan(unacknowledged(pub)), applied))
             if cfg.in_flight and not pub.orphan_epoch:
                 flying = unacknowledged(pub)._replace(
                     orphan_epoch=e, orphan_cut=cut, orphan_revision=rec.revision, orphan_op=op
                 )
                 act = ctx.action("write_publication", name, None, e, cut, "in-flight")
-                out.append((act, _with_publisher(state, k, flying)))
+                out.append((act, flying, None))
     else:
         if not pub.retries_left:
             retry = _report(pub, GAVE_UP)
@@ -925,13 +1056,13 @@ def _pub_write(state: State, k: int, name: str, out: Successors) -> None:
             retry = _holding_record(pub, rec, pub.retries_left - 1, pub.attempt)
             detail = "retry"
         act = ctx.action("write_publication", name, None, e, cut, "conflict", detail=detail)
-        out.append((act, _with_publisher(state, k, retry)))
+        out.append((act, retry, None))
     if cfg.lost_responses:
         act = ctx.action("write_publication", name, None, e, cut, "lost-not-applied")
-        out.append((act, _with_publisher(state, k, unacknowledged(pub))))
+        out.append((act, unacknowledged(pub), None))
 
 
-def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
+def _pub_reread(ctx: Context, pub: Publisher, rec: Record, name: str, out: PublisherMoves) -> None:
     """The authoritative read after a lost response (docs/semantics.md section 5).
 
     Same epoch and a cut at or past the proposal: ``confirmed`` (the claim is
@@ -939,10 +1070,7 @@ def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
     attempt starts over from this record: it rereads the membership (the
     cutover rule applies if the epoch changed) and the current checkpoints.
     """
-    ctx = state.context
     succ = ctx.successor
-    pub = state.publishers[k]
-    rec = state.record
     e = pub.mem_epoch
     if rec.epoch == e and _rank(rec.cut, succ) >= _rank(pub.proposal, succ):
         new = _report(pub, CONFIRMED, justified=True)
@@ -964,22 +1092,20 @@ def _pub_reread(state: State, k: int, name: str, out: Successors) -> None:
         new = _holding_record(pub, rec, pub.retries_left - 1, pub.attempt)
         decision = "retry" if rec.epoch == e else "cutover"
     act = ctx.action("read_publication", name, outcome="ok", detail=f"authoritative:{decision}")
-    out.append((act, _with_publisher(state, k, new)))
+    out.append((act, new, None))
     if ctx.config.read_timeouts:
         act = ctx.action("read_publication", name, outcome="timeout", detail="authoritative")
-        _timeout(state, k, act, out)
+        out.append((act, _timeout(pub), None))
 
 
-def _pub_delayed(state: State, k: int, name: str, out: Successors) -> None:
+def _pub_delayed(ctx: Context, pub: Publisher, rec: Record, name: str, out: PublisherMoves) -> None:
     """The store applies a write of publisher ``name`` that was still in flight.
 
     Only possible while the revision it names is current (every later write
     drops it); the publisher meanwhile may be anywhere in its attempt.
     """
-    ctx = state.context
-    pub = state.publishers[k]
-    if pub.orphan_revision != state.record.revision:
+    if pub.orphan_revision != rec.revision:
         return
-    applied = _written(state, pub.orphan_epoch, pub.orphan_cut, pub.orphan_op)
     act = ctx.action("delayed_write", name, None, pub.orphan_epoch, pub.orphan_cut, "applied")
-    out.append((act, applied))
+    # The write drops every write in flight, this one included.
+    out.append((act, _no_orphan(pub), (pub.orphan_epoch, pub.orphan_cut, pub.orphan_op)))

@@ -39,6 +39,9 @@ class Sometimes:
     ``about`` names the invariants that pass vacuously without it; ``parts``
     the sub-models whose exploration must reach it; ``policy`` (when set) the
     cutover policy it belongs to: it is required only of explorations under it.
+    ``kinds`` (when set) are the action kinds that can reach it: ``check`` is
+    false for any other action (the situations below test the kind first), so
+    the explorer skips building a successor just to check it.
     """
 
     name: str
@@ -47,6 +50,7 @@ class Sometimes:
     parts: tuple[str, ...]
     policy: str | None
     check: Callable[[State, Action, State], bool]
+    kinds: frozenset[str] | None = None
 
     def applies(self, config: ModelConfig) -> bool:
         """Whether an exploration of ``config`` must reach this situation."""
@@ -179,40 +183,125 @@ def _withheld(reason: str) -> Callable[[State, Action, State], bool]:
     return check
 
 
+#: Action kinds of the transitions that write the publication record (the store applies a
+#: write): the only ones after which the record differs.
+_RECORD_WRITES = ("write_publication", "delayed_write")
+#: Action kinds of the transitions that store a checkpoint.
+_CHECKPOINT_WRITES = ("write_checkpoint", "certify", "bad_checkpoint")
+
+
 def _sometimes(
     check: Callable[[State, Action, State], bool],
     about: Sequence[str],
     parts: Sequence[str],
+    kinds: Sequence[str],
     policy: str | None = None,
 ) -> Sometimes:
+    """A situation recognized by ``check`` on transitions of the action ``kinds`` only."""
     doc = " ".join((check.__doc__ or "").split())
-    return Sometimes(check.__name__, doc, tuple(about), tuple(parts), policy, check)
+    allowed = frozenset(kinds)
+
+    def guarded(before: State, action: Action, after: State) -> bool:
+        return action.kind in allowed and check(before, action, after)
+
+    guarded.__name__ = check.__name__
+    guarded.__doc__ = check.__doc__
+    return Sometimes(check.__name__, doc, tuple(about), tuple(parts), policy, guarded, allowed)
 
 
 #: Every situation, in the order reports list them.
 SOMETIMES: tuple[Sometimes, ...] = (
-    _sometimes(publication, ("soundness", "no_relabeling", "monotone_publication"), _BOTH),
-    _sometimes(cutover_monotone, ("epoch_fence", "monotone_publication"), _BOTH, policy="monotone"),
-    _sometimes(cutover_pending, ("monotone_publication",), _BOTH, policy="monotone"),
-    _sometimes(cutover_reset_lower, ("epoch_fence", "monotone_publication"), _BOTH, policy="reset"),
-    _sometimes(lost_publication_applied, ("lost_response_honesty",), _PUBLICATION),
-    _sometimes(lost_publication_not_applied, ("lost_response_honesty",), _PUBLICATION),
-    _sometimes(confirmed_after_loss, ("lost_response_honesty",), _PUBLICATION),
-    _sometimes(delayed_write, ("monotone_publication", "epoch_fence"), _PUBLICATION),
-    _sometimes(publication_conflict, ("monotone_publication",), _PUBLICATION),
-    _sometimes(checkpoint_conflict, ("checkpoint_monotonicity",), _INGEST),
-    _sometimes(lost_checkpoint_applied, ("checkpoint_monotonicity",), _INGEST),
-    _sometimes(lost_checkpoint_not_applied, ("checkpoint_monotonicity",), _INGEST),
-    _sometimes(rewrite_after_lost_race, ("checkpoint_monotonicity",), _INGEST),
-    _sometimes(progress_write, ("checkpoint_monotonicity", "checkpoint_truth"), _READERS),
-    _sometimes(reshard_below_checkpoint, ("soundness", "checkpoint_truth"), _BOTH),
-    _sometimes(both_kinds_at_one_coordinate, ("no_relabeling", "soundness"), _PUBLICATION),
-    _sometimes(record_before_to_through, ("monotone_publication", "no_relabeling"), _BOTH),
-    _sometimes(checkpoint_before_to_through, ("checkpoint_monotonicity",), _READERS),
-    _sometimes(_withheld("missing_checkpoint"), ("soundness",), _PUBLICATION),
-    _sometimes(_withheld("epoch_mismatch"), ("soundness",), _PUBLICATION),
-    _sometimes(_withheld("scope_mismatch"), ("soundness",), _PUBLICATION),
-    _sometimes(_withheld("unsupported_finality"), ("soundness",), _PUBLICATION),
+    _sometimes(
+        publication,
+        ("soundness", "no_relabeling", "monotone_publication"),
+        _BOTH,
+        _RECORD_WRITES,
+    ),
+    _sometimes(
+        cutover_monotone,
+        ("epoch_fence", "monotone_publication"),
+        _BOTH,
+        _RECORD_WRITES,
+        policy="monotone",
+    ),
+    _sometimes(
+        cutover_pending,
+        ("monotone_publication",),
+        _BOTH,
+        ("read_checkpoints",),
+        policy="monotone",
+    ),
+    _sometimes(
+        cutover_reset_lower,
+        ("epoch_fence", "monotone_publication"),
+        _BOTH,
+        _RECORD_WRITES,
+        policy="reset",
+    ),
+    _sometimes(
+        lost_publication_applied, ("lost_response_honesty",), _PUBLICATION, ("write_publication",)
+    ),
+    _sometimes(
+        lost_publication_not_applied,
+        ("lost_response_honesty",),
+        _PUBLICATION,
+        ("write_publication",),
+    ),
+    _sometimes(
+        confirmed_after_loss, ("lost_response_honesty",), _PUBLICATION, ("read_publication",)
+    ),
+    _sometimes(
+        delayed_write, ("monotone_publication", "epoch_fence"), _PUBLICATION, ("delayed_write",)
+    ),
+    _sometimes(
+        publication_conflict, ("monotone_publication",), _PUBLICATION, ("write_publication",)
+    ),
+    _sometimes(checkpoint_conflict, ("checkpoint_monotonicity",), _INGEST, ("write_checkpoint",)),
+    _sometimes(
+        lost_checkpoint_applied, ("checkpoint_monotonicity",), _INGEST, ("write_checkpoint",)
+    ),
+    _sometimes(
+        lost_checkpoint_not_applied, ("checkpoint_monotonicity",), _INGEST, ("write_checkpoint",)
+    ),
+    _sometimes(
+        rewrite_after_lost_race,
+        ("checkpoint_monotonicity",),
+        _INGEST,
+        ("write_checkpoint", "read_checkpoint"),
+    ),
+    _sometimes(
+        progress_write,
+        ("checkpoint_monotonicity", "checkpoint_truth"),
+        _READERS,
+        ("write_checkpoint",),
+    ),
+    _sometimes(reshard_below_checkpoint, ("soundness", "checkpoint_truth"), _BOTH, ("reshard",)),
+    _sometimes(
+        both_kinds_at_one_coordinate,
+        ("no_relabeling", "soundness"),
+        _PUBLICATION,
+        ("read_checkpoints",),
+    ),
+    _sometimes(
+        record_before_to_through,
+        ("monotone_publication", "no_relabeling"),
+        _BOTH,
+        _RECORD_WRITES,
+    ),
+    _sometimes(
+        checkpoint_before_to_through,
+        ("checkpoint_monotonicity",),
+        _READERS,
+        _CHECKPOINT_WRITES,
+    ),
+    _sometimes(
+        _withheld("missing_checkpoint"), ("soundness",), _PUBLICATION, ("read_checkpoints",)
+    ),
+    _sometimes(_withheld("epoch_mismatch"), ("soundness",), _PUBLICATION, ("read_checkpoints",)),
+    _sometimes(_withheld("scope_mismatch"), ("soundness",), _PUBLICATION, ("read_checkpoints",)),
+    _sometimes(
+        _withheld("unsupported_finality"), ("soundness",), _PUBLICATION, ("read_checkpoints",)
+    ),
 )
 
 SOMETIMES_BY_NAME: dict[str, Sometimes] = {s.name: s for s in SOMETIMES}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from fencepost.model.config import ModelConfig
 from fencepost.model.cuts import NOTHING, THROUGH, Cut, coordinate_text, integer_cuts
@@ -553,12 +553,23 @@ class Context:
         self._required: dict[tuple[tuple[int, ...], int, Cut], int] = {}
         self._actions: dict[tuple[object, ...], Action] = {}
         self._event_texts: dict[tuple[int, int], str] = {}
-        #: (partition index, epoch, partition) -> its partition-local transitions.
-        self.local_cache: dict[tuple[int, int, Partition], list[tuple[Action, Partition]]] = {}
+        # Memo tables of the transition relation (fencepost.model.machine), each keyed by
+        # exactly what the transitions it holds read; they grow with the distinct
+        # sub-states met, never with the number of times a sub-state recurs.
+        #: (partition index, epoch, core) -> the environment's steps, as (action, core after).
+        self.env_cache: dict[tuple[object, ...], list[tuple[Action, Any]]] = {}
+        #: (partition index, reader index, epoch, core, reader) -> (action, core, reader after).
+        self.reader_cache: dict[tuple[object, ...], list[tuple[Action, Any, Reader]]] = {}
+        #: (publisher index, publisher, record, epoch, merge) -> (action, publisher, write).
+        self.publisher_cache: dict[tuple[object, ...], list[tuple[Action, Publisher, Any]]] = {}
+        #: (epoch, partitions) -> the merge of that epoch's checkpoints.
+        self.merge_cache: dict[tuple[int, tuple[Partition, ...]], tuple[str, Cut]] = {}
         #: (partition index, reader index, reader, truth) -> the provider's page answers.
         self.page_cache: dict[tuple[int, int, Reader, Truth], list[tuple[Action, Reader]]] = {}
-        #: (partition index, partition) -> (monotonicity, truth) violation messages.
-        self.partition_checks: dict[tuple[int, Partition], tuple[str | None, str | None]] = {}
+        #: (partition index, truth, checkpoints, peaks) -> (monotonicity, truth) violations.
+        self.partition_checks: dict[tuple[object, ...], tuple[str | None, str | None]] = {}
+        #: partition index -> the partition last looked up there, with its entry.
+        self.partition_checked: dict[int, tuple[Partition, tuple[str | None, str | None]]] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Context) and other.config == self.config

@@ -17,11 +17,16 @@ raise or which bounds to narrow).
 
 Every exploration has a budget, so bounds that are each within range but
 together too large end with that message instead of growing until
-``MemoryError``. The defaults were picked from a measured ~0.6-1 KB per
-distinct state (with the graph kept) and 10,000-20,000 states per second on
-one core: 3,000,000 states is about 3 GB and a few minutes. Long explorations
-print a progress line (part, states, depth, states/s, memory) to stderr every
-few seconds, except with ``--json``.
+``MemoryError``. The defaults were picked from a measured 250-750 bytes per
+distinct state (peak resident-set growth; the graph is kept only for
+``--dot``, which roughly triples it) and 40,000-70,000 states per second on one
+core: 3,000,000 states is about 1-2 GB and about a minute. Long explorations
+print a progress line (part, states, depth, states/s, memory in use, and its
+growth per state so far) to stderr every few seconds, except with ``--json``.
+The line under the table gives each part's bytes per distinct state: the peak
+resident-set growth during its exploration (sampled every 1,024 states) over
+its states; memory a part frees and a later part reuses counts for the first
+only.
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ def _result_json(result: ExploreResult) -> dict[str, Any]:
         "depth": result.depth,
         "seconds": round(result.seconds, 4),
         "states_per_second": round(result.states_per_second, 1),
+        "bytes_per_state": round(result.bytes_per_state, 1),
+        "peak_rss": result.memory_peak,
         "mutant": result.config.mutant,
         "bounds": {
             f.name: getattr(result.config, f.name)
@@ -204,6 +211,20 @@ def _print_table(console: Console, exploration: Exploration) -> None:
             exploration.verdict,
         )
     console.print(table)
+    figures = [
+        f"{r.part} {r.bytes_per_state:,.0f}" + ("*" if n else "")
+        for n, r in enumerate(exploration.results)
+    ]
+    note = (
+        " (*: explored after another part in this process, reusing memory it freed, so "
+        "this undercounts; explore that part alone for its own figure)"
+        if len(figures) > 1
+        else ""
+    )
+    console.print(
+        "memory: bytes per distinct state (peak resident-set growth during the part): "
+        f"{', '.join(figures)}{note}"
+    )
 
 
 def _write_dot(path: Path, exploration: Exploration) -> str:
@@ -355,6 +376,9 @@ def command(
         exploration = explore_parts(
             configs,
             symmetry=not no_symmetry,
+            # The graph is drawn only for --dot; without it, each state costs a key and a
+            # parent pointer (a third of the memory).
+            keep_graph=dot is not None,
             max_states=max_states,
             max_memory=max_memory << 20,
             progress=None if as_json else _progress,
@@ -436,7 +460,7 @@ def _budget_message(result: ExploreResult, max_states: int, max_memory: int) -> 
 def _progress(now: ExploreProgress) -> None:
     click.echo(
         f"explore {now.part}: {now.states:,} states, depth {now.depth}, "
-        f"{now.states_per_second:,.0f} states/s, {now.memory / (1 << 20):,.0f} MiB, "
-        f"{now.seconds:.0f}s",
+        f"{now.states_per_second:,.0f} states/s, {now.memory / (1 << 20):,.0f} MiB "
+        f"({now.bytes_per_state:,.0f} bytes/state), {now.seconds:.0f}s",
         err=True,
     )
