@@ -104,13 +104,8 @@ def _proofs(options: GateOptions) -> PartResult:
 
 def _explore(options: GateOptions) -> PartResult:
     from fencepost.model.config import PARTS, default_config
-    from fencepost.model.explorer import (
-        HOLDS,
-        VACUOUS,
-        explore,
-        render_counterexample,
-        render_unreached,
-    )
+    from fencepost.model.explorer import HOLDS, VACUOUS, explore
+    from fencepost.model.render import render_counterexample, render_unreached
 
     lines: list[str] = []
     failures: list[str] = []

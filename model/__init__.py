@@ -11,7 +11,8 @@ networkx, so it is not loaded here).
 from fencepost.model.config import DEFAULTS, PARTS, ConfigError, ModelConfig, default_config
 from fencepost.model.cuts import BEFORE, NOTHING, THROUGH, Cut, before, through
 from fencepost.model.invariants import INVARIANTS, Invariant, violations
-from fencepost.model.machine import actions, initial, matching, merge, step, successors
+from fencepost.model.machine import actions, initial, matching, step, successors
+from fencepost.model.merge import merge
 from fencepost.model.mutants import MUTANTS, Mutant
 from fencepost.model.state import Action, Checkpoint, Page, Record, State
 

@@ -48,13 +48,15 @@ from fencepost.model.explorer import (
     Exploration,
     ExploreProgress,
     ExploreResult,
-    counterexample_dot,
     explore_parts,
+)
+from fencepost.model.mutants import MUTANTS
+from fencepost.model.render import (
+    counterexample_dot,
     graphs_dot,
     render_counterexample,
     render_unreached,
 )
-from fencepost.model.mutants import MUTANTS
 from fencepost.model.sometimes import applicable
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 

@@ -15,15 +15,8 @@ Cost: linear in the counterexample's steps times the model's partitions and proc
 
 from __future__ import annotations
 
-from fencepost.model.explorer import (
-    HOLDS,
-    VIOLATED,
-    Exploration,
-    ExploreResult,
-    render_counterexample,
-    summarize,
-    truth_line,
-)
+from fencepost.model.explorer import HOLDS, VIOLATED, Exploration, ExploreResult
+from fencepost.model.render import render_counterexample, summarize, truth_line
 from fencepost.model.state import State
 from fencepost.reports import (
     Breach,

@@ -16,12 +16,9 @@ from pathlib import Path
 import pytest
 
 from fencepost.model.config import DEFAULTS, default_config
-from fencepost.model.explorer import (
-    _Keys,
-    _Node,
-    explore,
-)
+from fencepost.model.explorer import explore
 from fencepost.model.invariants import INVARIANTS
+from fencepost.model.keys import _Keys, _Node
 from fencepost.model.machine import initial, successors
 from fencepost.model.mutants import MUTANTS
 from fencepost.model.sometimes import applicable

@@ -20,17 +20,19 @@ from fencepost.model.explorer import (
     VACUOUS,
     VIOLATED,
     ExploreResult,
-    canonical_key,
-    counterexample_dot,
     explore,
     explore_parts,
+)
+from fencepost.model.invariants import INVARIANTS, violations
+from fencepost.model.keys import canonical_key
+from fencepost.model.machine import initial, step, successors
+from fencepost.model.mutants import MUTANTS
+from fencepost.model.render import (
+    counterexample_dot,
     graphs_dot,
     render_counterexample,
     render_unreached,
 )
-from fencepost.model.invariants import INVARIANTS, violations
-from fencepost.model.machine import initial, step, successors
-from fencepost.model.mutants import MUTANTS
 from fencepost.model.sometimes import SOMETIMES, applicable
 from fencepost.model.state import State
 

@@ -7,7 +7,8 @@ import pytest
 from fencepost.model.config import default_config
 from fencepost.model.cuts import NOTHING, before, through
 from fencepost.model.invariants import INVARIANTS_BY_NAME, violations
-from fencepost.model.machine import actions, initial, matching, merge, step, successors
+from fencepost.model.machine import actions, initial, matching, step, successors
+from fencepost.model.merge import merge
 from fencepost.model.state import (
     CONFIRMED,
     HAVE_MEMBERSHIP,
