@@ -18,11 +18,11 @@ from fencepost.impl.cuts import NOTHING, Cut, Endpoint
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
     DefiniteStoreError,
+    check_counter,
     check_name,
     check_revision,
 )
 
-_BIGINT_MAX = 2**63 - 1
 Row = tuple[Any, ...]
 
 # --- values <-> columns --------------------------------------------------------------
@@ -42,12 +42,7 @@ def _epoch(value: object, field: str) -> int:
 
 
 def _counter(value: int, field: str) -> int:
-    if value > _BIGINT_MAX:
-        raise DefiniteStoreError(
-            f"{field} {value} does not fit the PostgreSQL store (at most 2**63-1); "
-            "counters that large are not meaningful"
-        )
-    return value
+    return check_counter(value, field, "PostgreSQL")
 
 
 def encode_cut(cut: Cut) -> tuple[str, Decimal | None, bytes | None]:

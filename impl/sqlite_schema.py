@@ -20,7 +20,7 @@ from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import NOTHING, Cut, Endpoint
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.merge import DETAIL_NAMES
-from fencepost.impl.stores import DefiniteStoreError, StoreOpenError
+from fencepost.impl.stores import StoreOpenError, check_counter
 
 #: ``PRAGMA application_id`` of a fencepost store ("FPST"): tells our files from others'.
 APPLICATION_ID = 0x46505354
@@ -175,17 +175,11 @@ def _index_existing_checkpoints(db: sqlite3.Connection, path: str) -> None:
         )
 
 
-_MAX_INTEGER = 2**63 - 1
 _OUTCOME_CHUNK = 500
 
 
 def _counter(value: int, field: str) -> int:
-    if value > _MAX_INTEGER:
-        raise DefiniteStoreError(
-            f"{field} {value} does not fit the SQLite store (at most 2**63-1); "
-            "counters that large are not meaningful"
-        )
-    return value
+    return check_counter(value, field, "SQLite")
 
 
 def encode_cut(cut: Cut) -> tuple[str, str | None, str | None]:

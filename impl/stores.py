@@ -329,6 +329,22 @@ def check_revision(value: object, field: str) -> int:
     return value
 
 
+#: The largest counter (epoch, revision, generation) a durable store keeps: a signed
+#: 64-bit column in SQLite and PostgreSQL alike.
+COUNTER_MAX = 2**63 - 1
+
+
+def check_counter(value: int, field: str, store: str) -> int:
+    """``value`` if it fits a durable store's 64-bit counter column; a definite error
+    naming ``field`` and ``store`` (nothing was written) when it does not."""
+    if value > COUNTER_MAX:
+        raise DefiniteStoreError(
+            f"{field} {value} does not fit the {store} store (at most 2**63-1); "
+            "counters that large are not meaningful"
+        )
+    return value
+
+
 def check_token(checkpoint: Checkpoint) -> None:
     """The opaque token must survive storage byte for byte (no lone surrogates)."""
     if checkpoint.token is not None:
