@@ -35,7 +35,6 @@ Memory: O(partitions served).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +44,15 @@ from typing import Protocol, TypeVar
 from fencepost.impl.cuts import NOTHING, Cut, compare_cuts
 from fencepost.impl.orders import Order
 from fencepost.impl.provider import Event, Page, Provider, ProviderTimeout
-from fencepost.impl.reader import Rewrite, Settled, own_checkpoint, settle_write
-from fencepost.impl.records import Checkpoint, Finality, Membership
+from fencepost.impl.reader import (
+    Rewrite,
+    Settled,
+    decision_line,
+    fenced_checkpoint,
+    own_checkpoint,
+    settle_write,
+)
+from fencepost.impl.records import Checkpoint, Membership
 from fencepost.impl.stores import (
     BatchCheckpointStore,
     BatchWrite,
@@ -292,14 +298,8 @@ class MultiPartitionReader:
     def _candidate(self, state: _Partition, expected: int | None) -> Checkpoint:
         assert state.claim is not None
         cut, token = state.claim
-        return Checkpoint(
-            partition=state.name,
-            cut=cut,
-            token=token,
-            generation=1 if expected is None else expected + 1,
-            scope=self.membership.scope,
-            epoch=self.epoch,
-            finality=Finality.FINAL,
+        return fenced_checkpoint(
+            state.name, cut, token, expected, self.membership.scope, self.epoch
         )
 
     def _retry(self, call: Callable[[], T]) -> T:
@@ -313,13 +313,5 @@ class MultiPartitionReader:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _log(self, state: _Partition, decision: str, **fields: object) -> None:
-        if not self.log.isEnabledFor(logging.DEBUG):
-            return
-        line = {
-            "stream": self.stream,
-            "partition": state.name,
-            "epoch": self.epoch,
-            "decision": decision,
-            **{k: str(v) if isinstance(v, Cut) else v for k, v in fields.items()},
-        }
-        self.log.debug(json.dumps(line, sort_keys=True))
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug(decision_line(self.stream, state.name, self.epoch, decision, fields))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
@@ -306,24 +306,37 @@ class PartitionReader:
         return self._retry(self._read_checkpoint)
 
     def _candidate(self, cut: Cut, token: str | None, expected: int | None) -> Checkpoint:
-        return Checkpoint(
-            partition=self.partition,
-            cut=cut,
-            token=token,
-            generation=1 if expected is None else expected + 1,
-            scope=self.scope,
-            epoch=self.epoch,
-            finality=Finality.FINAL,
-        )
+        return fenced_checkpoint(self.partition, cut, token, expected, self.scope, self.epoch)
 
     def _log(self, decision: str, **fields: object) -> None:
-        if not self.log.isEnabledFor(logging.DEBUG):
-            return
-        line = {
-            "stream": self.stream,
-            "partition": self.partition,
-            "epoch": self.epoch,
-            "decision": decision,
-            **{k: str(v) if isinstance(v, Cut) else v for k, v in fields.items()},
-        }
-        self.log.debug(json.dumps(line, sort_keys=True))
+        if self.log.isEnabledFor(logging.DEBUG):
+            self.log.debug(decision_line(self.stream, self.partition, self.epoch, decision, fields))
+
+
+def fenced_checkpoint(
+    partition: str, cut: Cut, token: str | None, expected: int | None, scope: str, epoch: int
+) -> Checkpoint:
+    """The final checkpoint a reader writes over generation ``expected`` (None: the first)."""
+    return Checkpoint(
+        partition=partition,
+        cut=cut,
+        token=token,
+        generation=1 if expected is None else expected + 1,
+        scope=scope,
+        epoch=epoch,
+        finality=Finality.FINAL,
+    )
+
+
+def decision_line(
+    stream: str, partition: str, epoch: int, decision: str, fields: Mapping[str, object]
+) -> str:
+    """One JSON line of a reader's decision log (cuts in their published form)."""
+    line = {
+        "stream": stream,
+        "partition": partition,
+        "epoch": epoch,
+        "decision": decision,
+        **{k: str(v) if isinstance(v, Cut) else v for k, v in fields.items()},
+    }
+    return json.dumps(line, sort_keys=True)
