@@ -16,17 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
-
-import z3
 
 from fencepost.model.config import default_config
 from fencepost.model.state import State
 from fencepost.properties.protocol_lemmas import ALL_BY_NAME
 from fencepost.properties.protocol_logic import NOTHING_HALF, CutT
 from fencepost.properties.protocol_proof import Outcome
-from fencepost.properties.protocol_relation import Encoder
+from fencepost.properties.protocol_relation import Encoder, model_value
 from fencepost.properties.protocol_state import OUTCOMES, REASONS, View
 
 _DECISIONS = {0: "settle", 1: "written", 2: "retry", 3: "gave up (not applied)", 4: "lost race"}
@@ -34,19 +31,6 @@ _PUB_PHASES = ("idle", "has read the record", "has read the membership", "propos
 _READER_PHASES = ("idle", "paging", "holding a page", "writing again", "in doubt", "giving up")
 #: At most this many epochs, and elements of a sort, are shown.
 _SHOW = 6
-
-
-def _val(model: Any, term: Any) -> Any:
-    got = model.eval(term, model_completion=True)
-    if z3.is_true(got):
-        return True
-    if z3.is_false(got):
-        return False
-    if z3.is_int_value(got):
-        return got.as_long()
-    if z3.is_rational_value(got):
-        return Fraction(got.numerator_as_long(), got.denominator_as_long())
-    return got
 
 
 def cut_text(half: Any, kind: Any) -> str:
@@ -68,7 +52,7 @@ class Decoded:
     elements: dict[str, list[Any]]
 
     def val(self, term: Any) -> Any:
-        return _val(self.model, term)
+        return model_value(self.model, term)
 
     def cut(self, c: CutT) -> str:
         return cut_text(self.val(c.half), self.val(c.kind))

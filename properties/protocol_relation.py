@@ -427,16 +427,17 @@ def _read_back(model: Any, post: View, uni: Universe, elems: dict[str, dict[Any,
             ]
             value = fn(*args)
             if f.value == "Cut":
-                table[p] = CutT(_value(model, value.half), _value(model, value.kind))
+                table[p] = CutT(model_value(model, value.half), model_value(model, value.kind))
             elif f.value in elems:
                 table[p] = back[f.value][str(model.eval(value, model_completion=True))]
             else:
-                table[p] = _value(model, value)
+                table[p] = model_value(model, value)
         out[f.name] = table
     return out
 
 
-def _value(model: Any, term: Any) -> Any:
+def model_value(model: Any, term: Any) -> Any:
+    """``term``'s value in a Z3 model as Python: bool, int, Fraction, or the Z3 value."""
     got = model.eval(term, model_completion=True)
     if z3.is_true(got):
         return True
