@@ -3,7 +3,7 @@
 ``pytest --run-slow`` runs every ``slow`` test in its bounded form: the same
 checks over a deterministic part of their space (every n-th state, fewer
 examples, fewer seeds, shorter soaks): about 20 minutes on 2 cores beside the
-fast suite's 9 to 12, where the whole lengths take over an hour. ``pytest --run-slow --full-length`` runs them whole (about
+fast suite's 9 to 12. ``pytest --run-slow --full-length`` runs them whole (over
 an hour on 2 cores). An environment variable named by a test overrides both, for
 one long run of one test.
 """
