@@ -17,25 +17,34 @@ representation rule wants), then the member; so the heap compares plain ints.
 On a string order the key is ``(x, [through], i)``.
 
 **Lazy in both directions.** A partition's checkpoint usually only moves forward
-(checkpoint monotonicity), so an update that raises a partition's key pushes
-nothing: the partition's older entry stays in the heap as a lower bound. Only
-when such a stale entry reaches the top is it replaced, once, by the partition's
-current key (``heapreplace``), however many updates happened in between. An
-update that lowers a key (allowed; a fenced store never produces one) pushes a
-new entry. Invariant: every member with a key has at least one heap entry at
-most its current key, so a top entry that is current is the minimum.
+(checkpoint monotonicity), so an update that raises a partition's cut builds no
+key and pushes nothing: the partition's older entry stays in the heap as a lower
+bound. Only when such a stale entry reaches the top is it replaced, once, by the
+partition's current key (``heapreplace``), however many updates happened in
+between. An update that lowers a cut (allowed; a fenced store never produces
+one), including ``through x`` to ``before x``, pushes a new entry. Invariant:
+every member with a key has at least one heap entry at most its current key, so
+a top entry that is current is the minimum.
+
+**One record per member.** Each member has a small slotted record (its number,
+latest checkpoint, and that checkpoint's coordinate), found by one dict lookup.
+The usual update compares the new coordinate with the record's and stores two
+slots: it reads nothing of the previous checkpoint, builds no key and allocates
+nothing. On a shared 2-core machine that made the difference between 1.4x and
+1.7-2.0x a plain heap (cache misses on the previous key and on a separate list of
+latest checkpoints were most of the old hot path's cost).
 
 **The last answer is kept** until an update touches its member, lowers a key or
 flags something: reading the frontier after an update elsewhere is O(1).
 
-Costs: :meth:`IncrementalFrontier.update` is O(1) for a key that does not go
+Costs: :meth:`IncrementalFrontier.update` is O(1) for a cut that does not go
 down and O(log N) otherwise; :meth:`frontier` is O(log N) per stale top
 replaced (at most one per update since that partition last reached the top),
 O(1) otherwise, and O(N) only when it must build a Withheld's vector. The heap
-holds at most ``2N + 64`` entries (then it is rebuilt). Memory: O(N). The usual
-update touches one dict entry and one list slot and allocates nothing the cyclic
-garbage collector tracks (``benchmarks/frontier.py``: 1.5x a plain ``heapq``
-with lazy deletion at N = 100,000).
+holds at most ``2N + 64`` entries (then it is rebuilt). Memory: O(N), one
+record and one heap entry or two per member. Neither grows with the number of
+updates (``benchmarks/frontier.py``: over 1M updates/s, 1.7-2.0x a plain
+``heapq`` with lazy deletion at N = 100,000).
 """
 
 from __future__ import annotations
@@ -61,6 +70,23 @@ class _NoCoordinate:
     """The coordinate type of a membership with several orders: no coordinate is one."""
 
 
+class _Member:
+    """One member's state: its number, latest checkpoint, and that checkpoint's coordinate.
+
+    ``at`` is the latest cut's coordinate while the member has a heap key (a
+    cut that is not ``nothing``, on the membership's one order), else None. It
+    is kept beside the checkpoint so that the usual update compares one
+    coordinate and reads nothing else of the previous checkpoint.
+    """
+
+    __slots__ = ("at", "checkpoint", "number")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.checkpoint: Checkpoint | None = None
+        self.at: int | str | None = None
+
+
 class IncrementalFrontier:
     """The frontier of one membership, updated one checkpoint at a time."""
 
@@ -72,13 +98,12 @@ class IncrementalFrontier:
         "_fast_type",
         "_heap",
         "_incomparable",
-        "_index",
         "_integers",
-        "_keys",
-        "_latest",
+        "_members",
         "_missing",
         "_names",
         "_nothing",
+        "_numbered",
         "_ok",
         "_provisional",
         "_scope",
@@ -95,12 +120,10 @@ class IncrementalFrontier:
             raise InvalidValue("membership", membership, "a Membership is required")
         self.membership = membership
         self._names = tuple(sorted(membership.partitions))
-        # Member name -> its current heap key (None: no checkpoint, nothing, or no common
-        # order). The key holds the member's number, so one lookup (and one memory load)
-        # gives an update all it compares; the number also indexes ``_latest``.
-        self._keys: dict[str, _Key | None] = dict.fromkeys(self._names)
-        self._index = {p: i for i, p in enumerate(self._names)}
-        self._latest: list[Checkpoint | None] = [None] * len(self._names)
+        #: Member records by number (name order), and by name: one lookup gives an update
+        #: everything it reads and writes.
+        self._numbered = [_Member(i) for i in range(len(self._names))]
+        self._members = dict(zip(self._names, self._numbered, strict=True))
         order = membership.order
         self._incomparable = len(membership.order_names) > 1
         self._integers = order is not None and order.kind == "integer"
@@ -122,7 +145,7 @@ class IncrementalFrontier:
         #: True when no reason to withhold is known, so the heap's top is the answer.
         self._ok = False
         #: The member whose cut was last answered, and that cut (None: look at the heap again).
-        self._top = -1
+        self._top: _Member | None = None
         self._answer: Cut | None = None
         self._recheck()
         for checkpoint in checkpoints:
@@ -148,68 +171,69 @@ class IncrementalFrontier:
         refused with :class:`InvalidValue`, as ``merge`` refuses it.
 
         This is the hot path: a usual update (a final checkpoint of the right
-        epoch and scope, moving forward, while nothing is flagged) is one dict
-        lookup, four comparisons, one int key and one dict store; no heap
-        operation.
+        epoch and scope whose coordinate moves forward, while nothing is
+        flagged) is one dict lookup, five comparisons and two stores into the
+        member's record. It builds no key, touches no heap and allocates
+        nothing: the member's heap entry stays a lower bound of its new cut.
         """
-        partition = checkpoint.partition
         try:
-            previous = self._keys[partition]
+            member = self._members[checkpoint.partition]
         except KeyError:
             return  # not a member
         cut = checkpoint.cut
         at = cut.at
         if not (
             # _fast_type is the order's coordinate type only while nothing is flagged (so
-            # every member has a key); type(at) exactly, as a bool is no int here.
+            # every member has a key and an ``at``); type(at) exactly, as a bool is no int.
             at.__class__ is self._fast_type
             and checkpoint.finality is _FINAL
             and checkpoint.epoch == self._epoch
             and checkpoint.scope == self._scope
         ):
-            self._update_slowly(checkpoint)
+            self._update_slowly(checkpoint, member)
             return
-        key: _Key
-        if self._integers:
-            i = previous % self._through  # type: ignore[operator]
-            key = at * self._span + i  # type: ignore[operator]
-            if cut.endpoint is _THROUGH:
-                key += self._through
-        else:
-            i = previous[2]  # type: ignore[index]
-            key = (at, cut.endpoint is _THROUGH, i)  # type: ignore[assignment]
-        self._keys[partition] = key
-        self._latest[i] = checkpoint
-        if key < previous:  # type: ignore[operator]
-            self._push(key)
-        elif i == self._top:
-            self._answer = None  # the answer may have moved: look at the heap again
-        # else: the member's heap entry stays a lower bound of its key
+        previous = member.at
+        before = member.checkpoint
+        member.at = at
+        member.checkpoint = checkpoint
+        if at > previous:  # type: ignore[operator]
+            # moved forward: the usual case
+            if member is self._top:
+                self._answer = None  # the answer may have moved: look at the heap again
+        elif at != previous or (
+            cut.endpoint is not _THROUGH and before.cut.endpoint is _THROUGH  # type: ignore[union-attr]
+        ):
+            self._push(self._key(member))  # went down (``through x`` to ``before x`` included)
+        elif member is self._top:
+            self._answer = None
 
-    def _key(self, checkpoint: Checkpoint, i: int) -> _Key | None:
-        """Member ``i``'s heap key for ``checkpoint``; None for nothing or without one order."""
+    def _key(self, member: _Member) -> _Key | None:
+        """``member``'s heap key; None without a checkpoint, for nothing, or without one order."""
+        checkpoint = member.checkpoint
+        if checkpoint is None or self._incomparable:
+            return None
         cut = checkpoint.cut
-        if self._incomparable or cut.endpoint is _NOTHING:
+        if cut.endpoint is _NOTHING:
             return None
         at = cut.at
         through = cut.endpoint is _THROUGH
         if self._integers:
             assert type(at) is int
-            return at * self._span + i + (self._through if through else 0)
+            return at * self._span + member.number + (self._through if through else 0)
         assert type(at) is str
-        return (at, through, i)
+        return (at, through, member.number)
 
-    def _update_slowly(self, checkpoint: Checkpoint) -> None:
+    def _update_slowly(self, checkpoint: Checkpoint, member: _Member) -> None:
         """An update while something is flagged, or that flags or clears something."""
         cut = checkpoint.cut
         partition = checkpoint.partition
         if cut.endpoint is not _NOTHING and type(cut.at) is not self._coordinate_type:
             cut.validated(self.membership.order_of(partition), f"checkpoint[{partition}].cut")
-        i = self._index[partition]
-        previous = self._keys[partition]
-        key = self._key(checkpoint, i)
-        self._keys[partition] = key
-        self._latest[i] = checkpoint
+        previous = self._key(member)
+        member.checkpoint = checkpoint
+        key = self._key(member)
+        member.at = None if key is None else cut.at
+        i = member.number
         self._missing.discard(i)
         self._flag(self._wrong_epoch, i, checkpoint.epoch != self._epoch)
         self._flag(self._wrong_scope, i, checkpoint.scope != self._scope)
@@ -220,12 +244,13 @@ class IncrementalFrontier:
         if key is not None and (previous is None or key < previous):  # type: ignore[operator]
             self._push(key)
 
-    def _push(self, key: _Key) -> None:
+    def _push(self, key: _Key | None) -> None:
         self._answer = None
+        assert key is not None
         heap = self._heap
         heappush(heap, key)
         if len(heap) > self._compact_at:
-            self._heap = [k for k in self._keys.values() if k is not None]
+            self._heap = [k for m in self._numbered if (k := self._key(m)) is not None]
             heapq.heapify(self._heap)
 
     @staticmethod
@@ -242,7 +267,9 @@ class IncrementalFrontier:
 
     def vector(self) -> Vector:
         """Every member with its latest checkpoint (None when it has none), name order."""
-        return tuple(zip(self._names, self._latest, strict=True))
+        return tuple(
+            (name, m.checkpoint) for name, m in zip(self._names, self._numbered, strict=True)
+        )
 
     def _withheld(self, reason: WithheldReason, members: set[int]) -> Withheld:
         first = [self._names[i] for i in heapq.nsmallest(DETAIL_NAMES + 1, members)]
@@ -254,12 +281,12 @@ class IncrementalFrontier:
         if answer is not None:  # nothing touched the last answer's member or the heap since
             return answer
         if self._ok:
-            heap, keys, names = self._heap, self._keys, self._names
+            heap, numbered = self._heap, self._numbered
             integers, count = self._integers, self._through
             while True:
                 top = heap[0]
-                i = top % count if integers else top[2]  # type: ignore[index, operator]
-                current = keys[names[i]]
+                member = numbered[top % count if integers else top[2]]  # type: ignore[index, operator]
+                current = self._key(member)
                 if current == top:
                     break
                 # a stale entry: the member moved since it was pushed
@@ -267,9 +294,9 @@ class IncrementalFrontier:
                     heapq.heappop(heap)
                 else:
                     heapq.heapreplace(heap, current)
-            latest = self._latest[i]
+            latest = member.checkpoint
             assert latest is not None
-            self._top, self._answer = i, latest.cut
+            self._top, self._answer = member, latest.cut
             return latest.cut
         if self._missing:
             return self._withheld(WithheldReason.MISSING_CHECKPOINT, self._missing)

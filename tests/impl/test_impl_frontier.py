@@ -94,6 +94,40 @@ def test_incremental_frontier_equals_merge_after_every_update(
     replay(IncrementalFrontier, *scenario)
 
 
+@st.composite
+def steady_scenarios(draw: st.DrawFn) -> tuple[Membership, list[Checkpoint]]:
+    """Every member certified, then a long run of final, same-epoch updates: the fast path.
+
+    Coordinates go up, stay, or go down (a frontier must cope with a store that
+    is not fenced), and the endpoint kind flips on equal coordinates, where
+    ``through x`` to ``before x`` is a step down; now and then a ``nothing``
+    or a wrong epoch flags a member and a later update clears it.
+    """
+    names = draw(st.lists(st.sampled_from("ABCDEFG"), min_size=1, max_size=6, unique=True))
+    order = draw(st.sampled_from(ORDERS))
+    membership = Membership(3, "q", dict.fromkeys(names, order.name), {order.name: order})
+    coordinates: list[int | str] = (
+        list(range(-2, 5)) if order.kind == "integer" else ["", "a", "ab", "b", "é"]
+    )
+    kinds = st.sampled_from([Endpoint.BEFORE, Endpoint.THROUGH])
+    at = st.sampled_from(coordinates)
+    updates = [Checkpoint(p, Cut(draw(kinds), draw(at)), None, 1, "q", 3) for p in names]
+    for _ in range(draw(st.integers(0, 40))):
+        partition = draw(st.sampled_from(names))
+        rare = draw(st.integers(0, 19))
+        cut = NOTHING if rare == 0 else Cut(draw(kinds), draw(at))
+        updates.append(Checkpoint(partition, cut, None, 1, "q", 2 if rare == 1 else 3))
+    return membership, updates
+
+
+@settings(max_examples=200)
+@given(steady_scenarios())
+def test_incremental_frontier_equals_merge_on_the_fast_path(
+    scenario: tuple[Membership, list[Checkpoint]],
+) -> None:
+    replay(IncrementalFrontier, *scenario)
+
+
 def test_tie_break_prefers_the_smaller_coordinate() -> None:
     offsets = ORDERS[0]
     membership = Membership(1, "q", {"A": "offsets", "B": "offsets"}, {"offsets": offsets})
@@ -126,9 +160,47 @@ class NoLazyDeletion(IncrementalFrontier):
             return super().frontier()
         top = self._heap[0]
         i = top % self._through if isinstance(top, int) else top[2]
-        latest = self._latest[i]
+        latest = self._numbered[i].checkpoint
         assert latest is not None
         return latest.cut
+
+
+class EndpointBlind(IncrementalFrontier):
+    """Broken: on an equal coordinate, misses that ``through x`` to ``before x`` goes down."""
+
+    def update(self, checkpoint: Checkpoint) -> None:
+        member = self._members.get(checkpoint.partition)
+        before = None if member is None else member.checkpoint
+        lowered = (
+            before is not None
+            and before.cut.endpoint is Endpoint.THROUGH
+            and checkpoint.cut.endpoint is Endpoint.BEFORE
+            and before.cut.at == checkpoint.cut.at
+            and self._ok
+        )
+        if not lowered:
+            super().update(checkpoint)
+            return
+        assert member is not None
+        member.checkpoint = checkpoint  # no push: the heap keeps only the higher key
+        if member is self._top:
+            self._answer = None
+
+
+def test_the_cross_check_catches_a_frontier_blind_to_the_endpoint() -> None:
+    offsets = ORDERS[0]
+    membership = Membership(1, "q", {"A": "offsets", "B": "offsets"}, {"offsets": offsets})
+    updates = [
+        Checkpoint("A", Cut.through(5), None, 1, "q", 1),
+        Checkpoint("B", Cut.through(5), None, 1, "q", 1),  # A answers (the tie goes to A)
+        Checkpoint("B", Cut.before(5), None, 1, "q", 1),  # B steps down below A
+    ]
+    replay(IncrementalFrontier, membership, updates)
+    try:
+        replay(EndpointBlind, membership, updates)
+    except AssertionError:
+        return
+    raise AssertionError("the cross-check missed a step down from through x to before x")
 
 
 def test_the_cross_check_catches_a_frontier_without_lazy_deletion() -> None:
