@@ -1,6 +1,6 @@
 """Exploration speed and memory per distinct state, beside a bare BFS over the same graph.
 
-Run: ``python benchmarks/explore.py [--repeat N] [--tenfold]``.
+Run: ``python benchmarks/explore.py [--repeat N] [--tenfold] [--bounds]``.
 
 For each part of the default bounds (ingest, publication, composed) it prints
 the distinct states and transitions, then:
@@ -29,6 +29,13 @@ Speed figures are the median of ``--repeat`` rounds, explorer and baseline
 alternating (the machine is shared; ratios move less than the figures).
 The target is at least 50,000 distinct states per second over the whole
 default exploration.
+
+``--bounds`` explores each configuration of :data:`BOUNDS` (one bound raised
+from a part's default) in a fresh process and prints its states, transitions per
+state, states/s, bytes/state and peak resident set, with its states/s as a ratio
+to its part's default explored in the same run: how the cost per state moves
+as the bounds grow (the bare-BFS baseline above needs the whole graph in
+memory, which these sizes would not fit on a small machine).
 
 ``--tenfold`` also explores :data:`TENFOLD` (the publication part with three
 publishers instead of two: 990,789 states, 10.0 times the default's 99,111) in
@@ -61,6 +68,35 @@ TENFOLD_STATES = 990_789
 PUBLICATION_STATES = 99_111
 #: The peak resident set the tenfold exploration must stay within.
 TENFOLD_BUDGET = 2 << 30
+
+#: Each bound raised alone from its part's default: (label, part, overrides). The first of
+#: each part is its default, the reference of the ratio.
+BOUNDS: tuple[tuple[str, str, dict[str, int]], ...] = (
+    ("publication, default (2 partitions, 2 publishers)", "publication", {}),
+    ("1 publisher", "publication", {"publishers": 1}),
+    ("3 publishers", "publication", {"publishers": 3}),
+    ("3 partitions", "publication", {"partitions": 3}),
+    ("2 attempts", "publication", {"attempts": 2}),
+    ("2 retries", "publication", {"retries": 2}),
+    ("2 coordinates", "publication", {"coordinates": 2}),
+    ("ingest, default (1 partition, 2 readers)", "ingest", {}),
+    ("3 readers", "ingest", {"readers": 3}),
+    ("3 events", "ingest", {"events_per_partition": 3}),
+    ("composed, default", "composed", {}),
+    ("3 passes", "composed", {"passes": 3}),
+)
+
+
+def bounds_config(name: str) -> ModelConfig:
+    """The configuration :func:`memory_child` explores for ``name``: a part, ``tenfold``,
+    or ``bounds:N`` (entry N of :data:`BOUNDS`)."""
+    if name == "tenfold":
+        return TENFOLD
+    if name.startswith("bounds:"):
+        _, part, overrides = BOUNDS[int(name.split(":")[1])]
+        return default_config(part, **overrides)
+    return DEFAULTS[name]
+
 
 #: One state's transitions, pre-materialised: (a fresh copy of the target's key, its number).
 Adjacency = list[list[tuple[tuple[int, ...], int]]]
@@ -104,7 +140,7 @@ def explorer_rate(config: ModelConfig) -> float:
 
 def memory_child(name: str) -> None:
     """Explore one configuration in this (fresh) process and print its figures as JSON."""
-    config = TENFOLD if name == "tenfold" else DEFAULTS[name]
+    config = bounds_config(name)
     before = memory_in_use()
     started = time.perf_counter()
     result = explore(config, keep_graph=False)
@@ -155,11 +191,35 @@ def in_fresh_process(name: str) -> dict[str, float]:
     return figures
 
 
+def by_bounds() -> None:
+    """Print the :data:`BOUNDS` table: each configuration explored in a fresh process."""
+    print(
+        f"{'configuration':<50} {'states':>10} {'per state':>9} {'states/s':>9}"
+        f" {'vs default':>10} {'bytes/state':>11} {'peak RSS':>9}"
+    )
+    reference: dict[str, float] = {}
+    for n, (label, part, _) in enumerate(BOUNDS):
+        figures = in_fresh_process(f"bounds:{n}")
+        rate = figures["states"] / figures["seconds"]
+        reference.setdefault(part, rate)
+        print(
+            f"{label:<50} {figures['states']:>10,.0f}"
+            f" {figures['transitions'] / figures['states']:>9.1f} {rate:>9,.0f}"
+            f" {rate / reference[part]:>10.2f} {figures['bytes_per_state']:>11,.0f}"
+            f" {figures['peak_rss'] / (1 << 20):>5,.0f} MiB"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="rounds per part (median counts)")
     parser.add_argument(
         "--tenfold", action="store_true", help="also explore the 10x configuration (~30 s)"
+    )
+    parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="only explore each bound raised alone, in fresh processes (a few minutes)",
     )
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -168,6 +228,9 @@ def main() -> None:
         return
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.bounds:
+        by_bounds()
+        return
     print(
         f"{'part':<12} {'states':>9} {'transitions':>12}  {'explorer':>10} {'baseline':>10}"
         f" {'ratio':>6}  {'bytes/state':>11}"

@@ -39,13 +39,14 @@ it.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
 from array import array
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import networkx as nx
 
@@ -264,6 +265,27 @@ class Exploration:
         return self.states / self.seconds if self.seconds > 0 else float("inf")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _without_cyclic_gc(run: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``run`` with the cyclic garbage collector paused while it runs (restored after)."""
+
+    @functools.wraps(run)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            if collecting:
+                gc.enable()
+
+    return paused
+
+
+@_without_cyclic_gc
 def explore(
     config: ModelConfig,
     *,
@@ -314,37 +336,6 @@ def explore(
     the exploration allocates only acyclic tuples and lists, and a collector
     walking every key again as they accumulate would cost a third of the time.
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _explore(
-            config,
-            symmetry=symmetry,
-            keep_graph=keep_graph,
-            max_states=max_states,
-            invariants=invariants,
-            max_memory=max_memory,
-            progress=progress,
-            progress_every=progress_every,
-            sometimes=sometimes,
-        )
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _explore(
-    config: ModelConfig,
-    *,
-    symmetry: bool = True,
-    keep_graph: bool = True,
-    max_states: int | None = None,
-    invariants: Sequence[Invariant] = INVARIANTS,
-    max_memory: int | None = None,
-    progress: Callable[[ExploreProgress], None] | None = None,
-    progress_every: float = 2.0,
-    sometimes: Sequence[Sometimes] | None = None,
-) -> ExploreResult:
     started = time.perf_counter()
     memory_start = memory_peak = memory_in_use()
     start = initial(config)
@@ -402,7 +393,12 @@ def _explore(
                 if waiting and (trigger is None or cand[1].kind in trigger):
                     built = build(node, cand, count)
                     action, new = cand[1], built[1]
-                    for situation in [s for s in waiting if s.check(state, action, new)]:
+                    for situation in [
+                        s
+                        for s in waiting
+                        if (s.kinds is None or action.kind in s.kinds)
+                        and s.check(state, action, new)
+                    ]:
                         waiting.remove(situation)
                         trigger = _kinds(waiting)
                         reached[situation.name] = Reached(

@@ -50,7 +50,7 @@ The model never imports ``fencepost.impl``; its cut semantics are
 from __future__ import annotations
 
 from fencepost.model.config import ModelConfig
-from fencepost.model.cuts import NOTHING, Cut, coordinate_text
+from fencepost.model.cuts import NOTHING, Cut, coordinate_text, rank
 from fencepost.model.publishers import (
     published,
     publisher_moves,
@@ -73,7 +73,6 @@ from fencepost.model.state import (
 )
 from fencepost.model.updates import (
     LocalMoves,
-    _rank,
     _store_checkpoint,
     _with_partition,
 )
@@ -257,12 +256,12 @@ def _certify_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalMo
     truth = part.truth
     cp = part.checkpoints[e - 1]
     gen = part.generations[e - 1] + 1
-    current = _rank(cp.cut, succ)
+    current = rank(cp.cut, succ)
     settled = truth.final & truth.durable
     first_untrue: Cut | None = None
     moves: LocalMoves = []
     for cut in ctx.candidates:
-        if _rank(cut, succ) <= current:
+        if rank(cut, succ) <= current:
             continue
         req = ctx.required(truth.moved, e, cut)
         if first_untrue is None and req & settled != req:

@@ -8,7 +8,7 @@ vector), O(1) otherwise.
 
 from __future__ import annotations
 
-from fencepost.model.cuts import NOTHING, Cut
+from fencepost.model.cuts import NOTHING, Cut, rank
 from fencepost.model.merge import merge_partitions
 from fencepost.model.state import (
     CONFIRMED,
@@ -29,7 +29,7 @@ from fencepost.model.state import (
     Record,
     State,
 )
-from fencepost.model.updates import _rank, _with_publisher
+from fencepost.model.updates import _with_publisher
 
 Successors = list[tuple[Action, State]]
 
@@ -181,8 +181,8 @@ def _pub_read_checkpoints(
         shown: Cut | None = None
     else:
         shown = cut
-        r_new = _rank(cut, succ)
-        r_rec = _rank(pub.rec_cut, succ)
+        r_new = rank(cut, succ)
+        r_rec = rank(pub.rec_cut, succ)
         if pub.rec_epoch == e:
             propose = r_new > r_rec
         else:
@@ -226,13 +226,13 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
 def history_after(ctx: Context, hist: History, epoch: int, cut: Cut) -> History:
     """The observer's history once the record is written ``(epoch, cut)``."""
     succ = ctx.successor
-    r = _rank(cut, succ)
-    if epoch > hist.peak_epoch or (epoch == hist.peak_epoch and r > _rank(hist.peak_cut, succ)):
+    r = rank(cut, succ)
+    if epoch > hist.peak_epoch or (epoch == hist.peak_epoch and r > rank(hist.peak_cut, succ)):
         peak_epoch, peak_cut = epoch, cut
     else:
         peak_epoch, peak_cut = hist.peak_epoch, hist.peak_cut
     peak_all = hist.peak_all
-    if ctx.monotone and r > _rank(peak_all, succ):
+    if ctx.monotone and r > rank(peak_all, succ):
         peak_all = cut
     return History(peak_epoch, peak_cut, peak_all)
 
@@ -308,7 +308,7 @@ def _pub_reread(ctx: Context, pub: Publisher, rec: Record, name: str, out: Publi
     """
     succ = ctx.successor
     e = pub.mem_epoch
-    if rec.epoch == e and _rank(rec.cut, succ) >= _rank(pub.proposal, succ):
+    if rec.epoch == e and rank(rec.cut, succ) >= rank(pub.proposal, succ):
         new = _report(pub, CONFIRMED, justified=True)
         decision = "confirmed"
     elif not pub.retries_left:

@@ -8,7 +8,7 @@ partition) at most (a page), memoized per distinct reader state by the explorer.
 
 from __future__ import annotations
 
-from fencepost.model.cuts import NOTHING, THROUGH, Cut
+from fencepost.model.cuts import NOTHING, THROUGH, Cut, rank
 from fencepost.model.state import (
     FETCHED,
     IDLE,
@@ -27,7 +27,7 @@ from fencepost.model.state import (
     Truth,
     write_detail,
 )
-from fencepost.model.updates import LocalMoves, _rank, _store_checkpoint
+from fencepost.model.updates import LocalMoves, _store_checkpoint
 
 Successors = list[tuple[Action, State]]
 
@@ -127,14 +127,14 @@ def _pages(
     view = ctx.view(truth.moved, e)
     t = max(reader.token, 0)
     pname = ctx.partition_names[i]
-    claim_rank = _rank(reader.claim, succ)
+    claim_rank = rank(reader.claim, succ)
     starts = (t, t - 1) if cfg.overlap and t > 0 else (t,)
     for end in range(t, min(len(view), t + cfg.page_size) + 1):
         finals: list[Cut] = []
         top_valid = -10
         for cut in ctx.candidates:
             req = ctx.required(truth.moved, e, cut)
-            r = _rank(cut, succ)
+            r = rank(cut, succ)
             if req.bit_count() <= end and req & truth.final == req:
                 top_valid = max(top_valid, r)
                 if r > claim_rank:
@@ -142,7 +142,7 @@ def _pages(
         claims: list[tuple[str, Cut]] = [("", NOTHING)]
         claims.extend(("final", cut) for cut in finals)
         for cut in ctx.candidates:
-            if _rank(cut, succ) > top_valid:
+            if rank(cut, succ) > top_valid:
                 claims.append(("non-final", cut))
                 break
         for start in starts:
@@ -156,13 +156,13 @@ def _pages(
                 if mutant == "max-observed":
                     if delivered:
                         seen = Cut(max(ctx.half_of(idx) for idx in delivered), THROUGH)
-                        if _rank(seen, succ) > _rank(new_claim, succ):
+                        if rank(seen, succ) > rank(new_claim, succ):
                             new_claim = seen
                 else:
                     accepted = claim_kind == "final" or (
                         mutant == "provisional-ok" and claim_kind == "non-final"
                     )
-                    if accepted and _rank(claim, succ) > _rank(new_claim, succ):
+                    if accepted and rank(claim, succ) > rank(new_claim, succ):
                         new_claim = claim
                 page = Page(start, end, claim_kind, claim, names, start < t)
                 act = ctx.action("fetch_page", name, pname, e, outcome="ok", page=page)
@@ -219,7 +219,7 @@ def _reader_write(
     production = ctx.production_reader
     if reader.phase == WRITING:
         purpose = "again"
-    elif _rank(reader.claim, succ) > _rank(reader.base, succ):
+    elif rank(reader.claim, succ) > rank(reader.base, succ):
         purpose = "claim"
     elif cfg.save_progress and reader.token != reader.base_token:
         purpose = "progress"
@@ -302,7 +302,7 @@ def _after_lost_race(
     ``overwrite`` mutant rewrites even over a stronger claim.
     """
     stored = part.checkpoints[reader.epoch - 1]
-    ahead = _rank(reader.claim, ctx.successor) > _rank(stored.cut, ctx.successor)
+    ahead = rank(reader.claim, ctx.successor) > rank(stored.cut, ctx.successor)
     if not ahead and ctx.mutant != "overwrite":
         return "keep", _settled(ctx, part, reader)
     if not reader.retries_left:

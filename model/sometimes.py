@@ -39,9 +39,10 @@ class Sometimes:
     ``about`` names the invariants that pass vacuously without it; ``parts``
     the sub-models whose exploration must reach it; ``policy`` (when set) the
     cutover policy it belongs to: it is required only of explorations under it.
-    ``kinds`` (when set) are the action kinds that can reach it: ``check`` is
-    false for any other action (the situations below test the kind first), so
-    the explorer skips building a successor just to check it.
+    ``kinds`` (when set) declares the action kinds that can reach it: the
+    explorer calls ``check`` only on transitions of those kinds, and skips
+    building a successor just to check it (``check`` itself does not filter:
+    the declaration is tested against checking every transition).
     """
 
     name: str
@@ -197,16 +198,11 @@ def _sometimes(
     kinds: Sequence[str],
     policy: str | None = None,
 ) -> Sometimes:
-    """A situation recognized by ``check`` on transitions of the action ``kinds`` only."""
+    """A situation recognized by ``check``, reachable by transitions of the action ``kinds``."""
     doc = " ".join((check.__doc__ or "").split())
-    allowed = frozenset(kinds)
-
-    def guarded(before: State, action: Action, after: State) -> bool:
-        return action.kind in allowed and check(before, action, after)
-
-    guarded.__name__ = check.__name__
-    guarded.__doc__ = check.__doc__
-    return Sometimes(check.__name__, doc, tuple(about), tuple(parts), policy, guarded, allowed)
+    return Sometimes(
+        check.__name__, doc, tuple(about), tuple(parts), policy, check, frozenset(kinds)
+    )
 
 
 #: Every situation, in the order reports list them.

@@ -6,7 +6,7 @@ shares everything else with its parent: O(partitions + publishers) per successor
 
 from __future__ import annotations
 
-from fencepost.model.cuts import Cut
+from fencepost.model.cuts import rank
 from fencepost.model.state import (
     Action,
     Checkpoint,
@@ -17,11 +17,6 @@ from fencepost.model.state import (
 )
 
 Successors = list[tuple[Action, State]]
-
-
-def _rank(cut: Cut, successor: bool) -> int:
-    # Inlined copy of fencepost.model.cuts.rank for the hot paths.
-    return cut.half + 2 * cut.kind if successor else 2 * cut.half + cut.kind
 
 
 def _with_partition(state: State, i: int, part: Partition, epoch: int = 0) -> State:
@@ -62,7 +57,7 @@ def _store_checkpoint(
     """
     e = epoch - 1
     peaks = part.peaks
-    if _rank(cp.cut, successor) > _rank(peaks[e], successor):
+    if rank(cp.cut, successor) > rank(peaks[e], successor):
         peaks = (*peaks[:e], cp.cut, *peaks[e + 1 :])
     cps = part.checkpoints
     gens = part.generations

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from fencepost.judge.values import NOTHING, Cut, Endpoint
 from fencepost.model import machine
-from fencepost.model.cuts import BEFORE, THROUGH, coordinate_text
+from fencepost.model.cuts import BEFORE, THROUGH, coordinate_text, rank
 from fencepost.model.cuts import NOTHING as M_NOTHING
 from fencepost.model.cuts import Cut as MCut
 from fencepost.model.invariants import violations
@@ -507,7 +507,7 @@ class ModelDriver:
                     nxt if nxt is not None else req.token
                 )
                 succ = self.plan.config.successor
-                if _rank(reader.claim, succ) > _rank(reader.base, succ):
+                if rank(reader.claim, succ) > rank(reader.base, succ):
                     req.stage = "write"
                 elif nxt is None:
                     req.stage = "end"
@@ -558,7 +558,7 @@ class ModelDriver:
         # non-final claim the correct reader ignores, is the same step as no claim.
         succ = self.plan.config.successor
         kinds = [(want_kind, want_cut)]
-        if want_kind == "final" and _rank(want_cut, succ) <= _rank(reader.claim, succ):
+        if want_kind == "final" and rank(want_cut, succ) <= rank(reader.claim, succ):
             kinds.append(("", M_NOTHING))
         if want_kind == "non-final" and self.plan.config.mutant != "provisional-ok":
             kinds.append(("", M_NOTHING))
@@ -650,7 +650,3 @@ class ModelDriver:
             narrative=says,
             blind=frozenset(blind),
         )
-
-
-def _rank(cut: MCut, successor: bool) -> int:
-    return cut.half + 2 * cut.kind if successor else 2 * cut.half + cut.kind

@@ -37,7 +37,3 @@ class Length:
                 raise ValueError(f"{env}={raw!r} must be at least 1")
             return value
         return full if self.full else bounded
-
-    def seconds(self, *, full: float, bounded: float) -> float:
-        """A soak's duration by the run's length."""
-        return full if self.full else bounded

@@ -120,6 +120,21 @@ def test_sometimes_kinds_change_nothing_reached(part: str) -> None:
     )
 
 
+def test_a_wrong_kinds_declaration_is_caught() -> None:
+    """Teeth: a situation declared reachable only by kinds that never reach it (a record
+    write declared as a reshard) is reached by the unfiltered check, and not with it."""
+    config = DEFAULTS["publication"]
+    wrong = [
+        dataclasses.replace(s, kinds=frozenset({"reshard"})) if s.name == "publication" else s
+        for s in applicable(config)
+    ]
+    anywhere = [dataclasses.replace(s, kinds=None) for s in wrong]
+    declared = explore(config, keep_graph=False, sometimes=wrong)
+    unfiltered = explore(config, keep_graph=False, sometimes=anywhere)
+    assert "publication" in unfiltered.reached
+    assert "publication" not in declared.reached
+
+
 def test_memory_per_state_is_measured_and_reported() -> None:
     result = explore(default_config("publication"), keep_graph=False)
     assert result.memory_peak >= result.memory_start > 0
