@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "Review provider contracts and report findings."),
     "contracts": ("contracts", "List and show the shipped provider contracts."),
     "audit": ("audit", "Check the recorded history of a live system (docs/audit.md)."),
+    "adapter": ("adapter", "Run dlt, singer-sdk or airbyte-cdk as a conformance SUT (sync level)."),
 }
 
 
