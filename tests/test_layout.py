@@ -47,6 +47,8 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "reports": frozenset(),
     # the pytest plugin and Hypothesis strategies: judge-side, never the implementation
     "testing": frozenset({"judge", "harness", "inputs", "reports"}),
+    # the real sync tools behind the wire: judged, so never the judge or the harness
+    "adapters": frozenset({"inputs"}),
     "": frozenset(
         {
             "model",
@@ -63,6 +65,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "reports",
             "testing",
             "audit",
+            "adapters",
         }
     ),
 }
