@@ -63,6 +63,11 @@ PROTOCOL_VERSION = 1
 
 #: The levels of docs/conformance-protocol.md, in the order the harness tests them.
 LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
+#: The level of an incremental-sync tool, tested only in the late-commit world
+#: (``fencepost.harness.worlds``); a SUT may declare it beside the others.
+SYNC_LEVEL = "sync"
+#: Every level a ``hello_ok`` may declare.
+DECLARABLE_LEVELS: tuple[str, ...] = (*LEVELS, SYNC_LEVEL)
 
 PUBLISHER_OPS: tuple[str, ...] = (
     "read_publication",
@@ -77,6 +82,12 @@ CHECKPOINTER_OPS: tuple[str, ...] = (
     "write_checkpoint",
 )
 WRITE_OPS: frozenset[str] = frozenset({"write_publication", "write_checkpoint", "record_outcome"})
+SYNC_OPS: tuple[str, ...] = ("read_state", "list_partitions", "query", "commit")
+#: How a sync ends, and the delivery a sync tool may declare in ``hello_ok``.
+SYNC_OUTCOMES: tuple[str, ...] = ("completed", "failed")
+DELIVERIES: tuple[str, ...] = ("at-least-once", "exactly-once")
+#: The write modes of a ``commit`` call.
+COMMIT_MODES: tuple[str, ...] = ("append", "merge")
 
 OUTCOMES: tuple[str, ...] = ("published", "confirmed", "unchanged", "withheld", "gave_up")
 REASONS: tuple[str, ...] = tuple(r.value for r in WithheldReason)
@@ -146,6 +157,8 @@ class HelloOk:
     levels: tuple[str, ...]
     integers: str = "arbitrary"
     capabilities: tuple[str, ...] = ()
+    #: What a sync tool promises about its destination (:data:`DELIVERIES`).
+    delivery: str = "at-least-once"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +215,47 @@ class WriteCheckpoint:
     checkpoint: Checkpoint
 
 
+@dataclass(frozen=True, slots=True)
+class ReadState:
+    """The sync level: the state the tool last committed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitions:
+    """The sync level: the partitions that exist now."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryBound:
+    """A bound of a sync query: ``at`` (a multiple of the source's granularity) and inclusivity."""
+
+    at: int
+    inclusive: bool
+
+    def to_json(self) -> JSONObject:
+        return {"at": self.at, "inclusive": self.inclusive}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The sync level: one page of a partition's visible rows within the bounds."""
+
+    partition: str
+    lower: QueryBound | None
+    upper: QueryBound | None
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """The sync level: rows (by id) and, when ``sets_state``, the tool's new ``state``."""
+
+    records: tuple[str, ...]
+    mode: str
+    sets_state: bool
+    state: object = None
+
+
 CallPayload = (
     ReadPublication
     | ReadMembership
@@ -211,6 +265,10 @@ CallPayload = (
     | FetchPage
     | RecordOutcome
     | WriteCheckpoint
+    | ReadState
+    | ListPartitions
+    | Query
+    | Commit
 )
 
 #: op name -> payload class; the order of each tuple is the wire's field order.
@@ -223,7 +281,13 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "fetch_page": ("partition", "token"),
     "record_outcome": ("event_id", "outcome"),
     "write_checkpoint": ("partition", "expected_generation", "checkpoint"),
+    "read_state": (),
+    "list_partitions": (),
+    "query": ("partition", "lower", "upper", "after"),
+    "commit": ("records", "mode"),
 }
+#: op name -> the fields it may carry beyond :data:`OP_FIELDS`.
+OP_OPTIONAL: dict[str, tuple[str, ...]] = {"commit": ("state",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,11 +341,75 @@ class ErrorReply:
     message: str
 
 
-SutMessage = HelloOk | ResetOk | Call | PublishOk | IngestOk | CompareOk | MergeOk | ErrorReply
+@dataclass(frozen=True, slots=True)
+class SyncCoverage:
+    """What a sync tool's state claims for one partition: the cut plus rows at its coordinate.
+
+    ``at`` None is the cut *nothing*; ``plus`` only with ``before``.
+    """
+
+    at: int | None
+    kind: str
+    plus: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOk:
+    """The end of one sync: ``completed`` or ``failed``, and the coverage claimed (None: none)."""
+
+    id: WireId
+    outcome: str
+    coverage: dict[str, SyncCoverage] | None
+
+
+SutMessage = (
+    HelloOk | ResetOk | Call | PublishOk | IngestOk | CompareOk | MergeOk | SyncOk | ErrorReply
+)
+
+
+def _bool(value: object, field: str) -> bool:
+    if type(value) is not bool:
+        raise MessageError(field, f"true or false is required, got {value!r}")
+    return value
+
+
+def _query_bound(value: object, field: str) -> QueryBound | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MessageError(field, 'a bound {"at": x, "inclusive": true|false} or null is required')
+    fields(value, field, ("at", "inclusive"))
+    return QueryBound(
+        integer(value["at"], f"{field}.at"), _bool(value["inclusive"], f"{field}.inclusive")
+    )
+
+
+def _parse_sync_payload(op: str, msg: Mapping[str, object]) -> CallPayload:
+    where = f"call({op})"
+    if op == "read_state":
+        return ReadState()
+    if op == "list_partitions":
+        return ListPartitions()
+    if op == "query":
+        return Query(
+            text(msg["partition"], f"{where}.partition"),
+            _query_bound(msg["lower"], f"{where}.lower"),
+            _query_bound(msg["upper"], f"{where}.upper"),
+            opt_text(msg["after"], f"{where}.after"),
+        )
+    assert op == "commit"
+    raw = msg["records"]
+    if not isinstance(raw, list):
+        raise MessageError(f"{where}.records", "a list of row ids is required")
+    records = tuple(text(r, f"{where}.records[{i}]") for i, r in enumerate(raw))
+    mode = choice(msg["mode"], f"{where}.mode", COMMIT_MODES)
+    return Commit(records, mode, "state" in msg, msg.get("state"))
 
 
 def _parse_call_payload(op: str, msg: Mapping[str, object]) -> CallPayload:
     where = f"call({op})"
+    if op in SYNC_OPS:
+        return _parse_sync_payload(op, msg)
     if op == "read_publication":
         return ReadPublication(text(msg["stream"], f"{where}.stream"))
     if op == "read_membership":
@@ -327,12 +455,17 @@ def parse_sut_message(line: str) -> SutMessage:
     kind = msg.get("type")
     if kind == "hello_ok":
         fields(
-            msg, "hello_ok", ("type", "protocol", "name", "levels"), ("integers", "capabilities")
+            msg,
+            "hello_ok",
+            ("type", "protocol", "name", "levels"),
+            ("integers", "capabilities", "delivery"),
         )
         levels = msg["levels"]
         if not isinstance(levels, list):
             raise MessageError("hello_ok.levels", "a list of level names is required")
-        parsed = tuple(choice(v, f"hello_ok.levels[{i}]", LEVELS) for i, v in enumerate(levels))
+        parsed = tuple(
+            choice(v, f"hello_ok.levels[{i}]", DECLARABLE_LEVELS) for i, v in enumerate(levels)
+        )
         if len(set(parsed)) != len(parsed):
             raise MessageError("hello_ok.levels", "a level is listed twice")
         integers = choice(
@@ -346,19 +479,23 @@ def parse_sut_message(line: str) -> SutMessage:
         )
         if len(set(caps)) != len(caps):
             raise MessageError("hello_ok.capabilities", "a capability is listed twice")
+        delivery = choice(msg.get("delivery", DELIVERIES[0]), "hello_ok.delivery", DELIVERIES)
         return HelloOk(
             integer(msg["protocol"], "hello_ok.protocol"),
             text(msg["name"], "hello_ok.name"),
             parsed,
             integers,
             caps,
+            delivery,
         )
     if kind == "reset_ok":
         fields(msg, "reset_ok", ("type",))
         return ResetOk()
     if kind == "call":
         op = choice(msg.get("op"), "call.op", tuple(OP_FIELDS))
-        fields(msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]))
+        fields(
+            msg, f"call({op})", ("type", "call_id", "op", *OP_FIELDS[op]), OP_OPTIONAL.get(op, ())
+        )
         call_id = wire_id(msg["call_id"], f"call({op}).call_id")
         return Call(call_id, op, _parse_call_payload(op, msg))
     if kind == "publish_ok":
@@ -397,6 +534,8 @@ def parse_sut_message(line: str) -> SutMessage:
             return MergeOk(wire_id(msg["id"], "merge_ok.id"), None, withheld)
         frontier = parse_cut(msg["frontier"], "merge_ok.frontier")
         return MergeOk(wire_id(msg["id"], "merge_ok.id"), frontier, None)
+    if kind == "sync_ok":
+        return _parse_sync_ok(msg)
     if kind == "error":
         fields(msg, "error", ("type", "id", "message"))
         raw_id = msg["id"]
@@ -404,8 +543,47 @@ def parse_sut_message(line: str) -> SutMessage:
             None if raw_id is None else wire_id(raw_id, "error.id"),
             text(msg["message"], "error.message", empty=True),
         )
-    known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, reset_ok, error"
+    known = "hello_ok, call, publish_ok, ingest_ok, compare_ok, merge_ok, sync_ok, reset_ok, error"
     raise MessageError("type", f"unknown message type {kind!r}; a SUT sends one of: {known}")
+
+
+def _parse_coverage(value: object, where: str) -> SyncCoverage:
+    if not isinstance(value, dict):
+        raise MessageError(where, 'an object {"cut": <cut>, "plus": [row ids]} is required')
+    fields(value, where, ("cut", "plus"))
+    cut = value["cut"]
+    at: int | None = None
+    kind = "before"
+    if cut is not None:
+        if not isinstance(cut, dict):
+            raise MessageError(f"{where}.cut", 'a cut {"at": x, "kind": ...} or null is required')
+        fields(cut, f"{where}.cut", ("at", "kind"))
+        at = integer(cut["at"], f"{where}.cut.at")
+        kind = choice(cut["kind"], f"{where}.cut.kind", ("before", "through"))
+    raw = value["plus"]
+    if not isinstance(raw, list):
+        raise MessageError(f"{where}.plus", "a list of row ids is required")
+    plus = tuple(text(r, f"{where}.plus[{i}]") for i, r in enumerate(raw))
+    if plus and (at is None or kind != "before"):
+        raise MessageError(
+            f"{where}.plus", "rows at the cut's coordinate are named only with a before cut"
+        )
+    return SyncCoverage(at, kind, plus)
+
+
+def _parse_sync_ok(msg: JSONObject) -> SyncOk:
+    fields(msg, "sync_ok", ("type", "id", "outcome", "coverage"))
+    outcome = choice(msg["outcome"], "sync_ok.outcome", SYNC_OUTCOMES)
+    raw = msg["coverage"]
+    coverage: dict[str, SyncCoverage] | None = None
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise MessageError("sync_ok.coverage", "an object of partitions, or null")
+        coverage = {
+            text(p, "sync_ok.coverage"): _parse_coverage(c, f"sync_ok.coverage.{p}")
+            for p, c in raw.items()
+        }
+    return SyncOk(wire_id(msg["id"], "sync_ok.id"), outcome, coverage)
 
 
 # --- messages the harness sends -----------------------------------------------------------
@@ -503,3 +681,8 @@ def checkpoint_json(checkpoint: Checkpoint | None) -> object:
 
 def membership_json(membership: Membership) -> object:
     return membership_to_json(membership)
+
+
+def sync_message(request_id: int, worker: str, now: int, source: JSONObject) -> JSONObject:
+    """A ``sync`` request: one run of the tool, the source's clock ``now`` and its declaration."""
+    return {"type": "sync", "id": request_id, "worker": worker, "now": now, "source": source}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from fencepost.judge.properties import MEANING
+from fencepost.judge.rows import ROW_MEANING
 
 
 class Rule(Enum):
@@ -27,6 +28,10 @@ class Rule(Enum):
     CHECKPOINT_TRUTH = "checkpoint_truth"
     CHECKPOINT_MONOTONICITY = "checkpoint_monotonicity"
     LOST_RESPONSE_HONESTY = "lost_response_honesty"
+    # the sync level's properties (docs/conformance-protocol.md, "Level sync"; fencepost.judge.rows)
+    NO_LOST_ROWS = "no_lost_rows"
+    HONEST_COVERAGE = "honest_coverage"
+    EXACTLY_ONCE = "exactly_once"
     # protocol rules
     HONEST_OUTCOME = "honest_outcome"
     INGEST_REPORT = "ingest_report"
@@ -34,6 +39,9 @@ class Rule(Enum):
     ALGEBRA_MERGE = "algebra_merge"
     OP_ID_REUSE = "op_id_reuse"
     OPAQUE_TOKEN = "opaque_token"
+    QUERY_GRANULARITY = "query_granularity"
+    QUERY_TOKEN = "query_token"
+    INVENTED_ROW = "invented_row"
     CALL_PAIRING = "call_pairing"
     MESSAGE_SCHEMA = "message_schema"
     ERROR_HANDLING = "error_handling"
@@ -50,6 +58,11 @@ class Rule(Enum):
     def is_property(self) -> bool:
         """True for docs/semantics.md section 7 properties, False for protocol rules."""
         return self in _PROPERTIES
+
+    @property
+    def is_row_property(self) -> bool:
+        """True for the sync level's properties (rows lost, duplicated, coverage overclaimed)."""
+        return self in _ROW_PROPERTIES
 
     @property
     def meaning(self) -> str:
@@ -70,9 +83,12 @@ _PROPERTIES = frozenset(
     }
 )
 
+_ROW_PROPERTIES = frozenset({Rule.NO_LOST_ROWS, Rule.HONEST_COVERAGE, Rule.EXACTLY_ONCE})
+
 MEANINGS: dict[Rule, str] = {
     # The judge's properties mean what the judge says they mean (one text, one place).
     **{Rule(prop.value): text for prop, text in MEANING.items()},
+    **{Rule(prop.value): text for prop, text in ROW_MEANING.items()},
     Rule.ALGEBRA_COMPARE: "compare_ok disagrees with the downset order of the two cuts",
     Rule.ALGEBRA_MERGE: (
         "merge_ok disagrees with the merge of docs/semantics.md section 4: a different claim, or a "
@@ -84,6 +100,15 @@ MEANINGS: dict[Rule, str] = {
     Rule.OPAQUE_TOKEN: (
         "fetch_page named a token the provider never issued for this partition and epoch"
     ),
+    Rule.QUERY_GRANULARITY: (
+        "a sync query bound names a value the source cannot express (not a multiple of its "
+        "granularity), as an API refuses a timestamp finer than it takes"
+    ),
+    Rule.QUERY_TOKEN: (
+        "a sync query continues with a token the source never issued, or one issued for another "
+        "query (another partition or other bounds)"
+    ),
+    Rule.INVENTED_ROW: "a commit names a row id the source never returned to any query",
     Rule.CALL_PAIRING: (
         "a message does not belong where it arrived: a reply with the wrong id, a call of "
         "another level, another stream or partition, or an unsolicited message"

@@ -1,0 +1,962 @@
+"""The search in the world of late commits: scripted stories, their deviations, random worlds.
+
+``fencepost conform --world late-commits`` runs, in phases (each stops at its
+first failure, as in the frontier world):
+
+1. **error handling**: a line that is not JSON and a ``sync`` request with a
+   bad field must each be answered with an ``error``;
+2. one **exhaustive** phase per scripted story of :data:`STORIES`: the story
+   once, then with every single inserted step (``depth`` 1 by default) at
+   every point it can matter: the clock moving on (a row commits, a
+   partition appears) before a page is read, a partition listed or a sync
+   starts; a commit's response lost (applied or not); the tool crashing with
+   a commit pending; a page's response lost;
+3. **random worlds**: ``schedules`` seeded worlds (rows, shared values, late
+   commits within D, partitions appearing mid-run, page sizes) with a
+   schedule drawn step by step.
+
+Every case is named by one integer seed (negative: a story and its
+insertions; non-negative: a random world), and the seed alone reproduces it
+with the same world options. A failure is shrunk (:func:`shrink_late`): the
+schedule by delta debugging, then the world by removing rows, each candidate
+counted only if it fails with the same key (rule, and for lost rows why they
+were lost: :func:`fencepost.harness.late_story.failure_key`). The report keeps
+**one finding per bug**: a key found again in a later phase is counted there,
+not reported twice.
+
+Every world the search builds, inserts into or shrinks is a
+:class:`~fencepost.harness.late_world.LateSetup`, which cannot break the declared
+bound D; the world's visibility is a function of its clock
+(``tests/harness/late/test_faithful.py`` checks both on generated, inserted and
+shrunk runs).
+
+Cost: one run per case (story runs observe their insertion points as they go);
+shrinking at most ``shrink_runs`` runs per new finding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet
+from fencepost.harness.late_power import PowerTable, caught
+from fencepost.harness.late_runner import LateResult, LateRun, run_late
+from fencepost.harness.late_story import LostStory, explain, failure_key
+from fencepost.harness.late_world import (
+    MAIN,
+    TIMESTAMP_ORIGIN,
+    Answer,
+    Crash,
+    Finish,
+    LateAction,
+    LateSetup,
+    PartitionSpec,
+    RowSpec,
+    Sync,
+    Tick,
+    TickTo,
+    Upto,
+)
+from fencepost.harness.pool import SutPool
+from fencepost.harness.protocol import SYNC_LEVEL, HelloOk
+from fencepost.harness.results import TranscriptLine
+from fencepost.harness.rules import HarnessError, Rule, SutFailure, Violation
+from fencepost.harness.session import LineSession
+from fencepost.harness.shrink import ddmin
+from fencepost.harness.transport import SutFactory
+from fencepost.harness.worlds import CURSORS, DEFAULT_MAX_COMMIT_DELAY, WIRE_UNITS
+from fencepost.inputs.jsonlines import encode
+
+#: Called as progress(phase, done, total) while a phase runs (total None if unknown).
+Progress = Callable[[str, int, int | None], None]
+
+
+def _quiet(phase: str, done: int, total: int | None) -> None:
+    """The default progress callback: report nothing."""
+
+
+@dataclass(frozen=True)
+class LateOptions:
+    """The world and the budget of one late-commit run (``fencepost conform`` options)."""
+
+    cursor: str = "timestamp"
+    #: The bound D in the cursor's units (seconds for timestamps).
+    max_commit_delay: int = DEFAULT_MAX_COMMIT_DELAY
+    horizon: bool = False
+    seed: int = 0
+    schedules: int = 12
+    timeout: float = 10.0
+    depth: int = 1
+    shrink_runs: int = 120
+    shrink_seconds: float = 60.0
+    fail_fast: bool = False
+    reuse: bool = True
+
+    @property
+    def wire_delay(self) -> int:
+        """D on the wire (milliseconds for timestamps)."""
+        return self.max_commit_delay * WIRE_UNITS[self.cursor]
+
+    @property
+    def origin(self) -> int:
+        return TIMESTAMP_ORIGIN if self.cursor == "timestamp" else 0
+
+    def flags(self) -> str:
+        """The options that name this world on the command line (for replay hints)."""
+        out = ["--world late-commits"]
+        if self.cursor != "timestamp":
+            out.append(f"--cursor {self.cursor}")
+        if self.max_commit_delay != DEFAULT_MAX_COMMIT_DELAY:
+            out.append(f"--max-commit-delay {self.max_commit_delay}")
+        if self.horizon:
+            out.append("--horizon")
+        return " ".join(out)
+
+
+# --- the scripted stories ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Story:
+    """A scripted base: a small world and a schedule, in story seconds (D is 10 of them).
+
+    Times scale with the declared D (a story second is D/10), so every story
+    keeps its shape, and its bound, under any ``--max-commit-delay``.
+    """
+
+    name: str
+    says: str
+    rows: tuple[tuple[str, str, float, float], ...]
+    schedule: tuple[LateAction | float, ...]
+    page_size: int = 2
+    partitions: tuple[tuple[str, float], ...] = ((MAIN, 0.0),)
+
+    def build(self, options: LateOptions) -> tuple[LateSetup, tuple[LateAction, ...]]:
+        """The story's world and schedule under ``options`` (a float in the schedule is a
+        :class:`TickTo` of that story time)."""
+        unit = options.wire_delay / 10
+        origin = options.origin
+        d = options.wire_delay
+
+        def at(x: float) -> int:
+            return origin + round(x * unit)
+
+        rows = []
+        for row_id, partition, value, commit in self.rows:
+            a = at(value)
+            rows.append(RowSpec(row_id, partition, a, min(max(at(commit), a), a + d)))
+        partitioned = self.partitions != ((MAIN, 0.0),)
+        setup = LateSetup(
+            cursor_type=options.cursor,
+            max_commit_delay=d,
+            horizon=options.horizon,
+            partitioned=partitioned,
+            page_size=self.page_size,
+            partitions=tuple(PartitionSpec(n, at(t)) for n, t in self.partitions),
+            rows=tuple(rows),
+            origin=origin,
+        )
+        schedule = tuple(TickTo(at(s)) if isinstance(s, float) else s for s in self.schedule)
+        return setup, schedule
+
+
+#: The scripted stories, in the order they run: the one home of this set.
+STORIES: tuple[Story, ...] = (
+    Story(
+        "late-behind-greatest",
+        "a row commits late behind the greatest value a sync read",
+        (
+            ("r05", MAIN, 5.0, 5.5),
+            ("r12", MAIN, 12.25, 13.0),
+            ("r24", MAIN, 24.412, 32.0),
+            ("r30", MAIN, 30.0, 30.2),
+            ("r31", MAIN, 31.5, 31.6),
+        ),
+        (30.5, Sync(), Finish(), 45.0, Sync(), Finish()),
+    ),
+    Story(
+        "shared-value-page",
+        "several rows share one cursor value, split across a page; one more commits late",
+        (
+            ("r10a", MAIN, 10.0, 10.2),
+            ("r10b", MAIN, 10.0, 10.2),
+            ("r10c", MAIN, 10.0, 10.2),
+            ("r11", MAIN, 11.3, 11.5),
+            ("r24a", MAIN, 24.0, 24.1),
+            ("r24b", MAIN, 24.0, 26.0),
+            ("r35", MAIN, 35.0, 35.2),
+        ),
+        (25.0, Sync(), Finish(), 40.0, Sync(), Finish()),
+    ),
+    Story(
+        "between-seconds",
+        "rows stored between two whole seconds at the end of a sync's range",
+        (
+            ("r03", MAIN, 3.0, 3.1),
+            ("r14", MAIN, 14.6, 15.2),
+            ("r19", MAIN, 19.999, 20.5),
+            ("r25", MAIN, 25.0, 25.1),
+            ("r29", MAIN, 29.45, 31.0),
+        ),
+        (25.3, Sync(), Finish(), 40.7, Sync(), Finish()),
+    ),
+    Story(
+        "partition-appears",
+        "a partition appears mid-run holding rows older than anything read elsewhere",
+        (
+            ("r05", MAIN, 5.0, 5.1),
+            ("r15", MAIN, 15.5, 16.0),
+            ("r25", MAIN, 25.0, 25.2),
+            ("r38", MAIN, 38.0, 38.5),
+            ("e02", "eu", 2.5, 3.0),
+            ("e08", "eu", 8.0, 9.0),
+        ),
+        (26.0, Sync(), Finish(), 30.0, Sync(), Finish(), 45.0, Sync(), Finish()),
+        partitions=((MAIN, 0.0), ("eu", 28.0)),
+    ),
+    Story(
+        "crash-between-commits",
+        "the tool crashes between its first and its second commit of a sync",
+        (
+            ("r02", MAIN, 2.0, 2.2),
+            ("r07", MAIN, 7.5, 7.7),
+            ("r13", MAIN, 13.0, 13.1),
+            ("r26", MAIN, 26.0, 26.3),
+        ),
+        (27.0, Sync(), Upto("commit", 2), Crash(), 30.0, Sync(), Finish()),
+    ),
+    Story(
+        "lost-commit",
+        "a commit's response is lost, once applied and once not",
+        (
+            ("r04", MAIN, 4.0, 4.3),
+            ("r09", MAIN, 9.2, 9.9),
+            ("r18", MAIN, 18.0, 18.4),
+            ("r27", MAIN, 27.1, 27.3),
+        ),
+        (
+            28.0,
+            Sync(),
+            Upto("commit", 1),
+            Answer("applied_lost"),
+            Finish(),
+            31.0,
+            Sync(),
+            Upto("commit", 1),
+            Answer("lost"),
+            Finish(),
+            45.0,
+            Sync(),
+            Finish(),
+        ),
+    ),
+    Story(
+        "behind-a-page",
+        "a row commits late behind a page already read, while the sync goes on to newer rows",
+        (
+            ("r10", MAIN, 10.0, 10.1),
+            ("r15", MAIN, 15.7, 21.0),
+            ("r16", MAIN, 16.0, 16.2),
+            ("r18", MAIN, 18.0, 18.3),
+            ("r27", MAIN, 27.0, 27.1),
+        ),
+        (20.0, Sync(), Upto("query", 2), 28.0, Finish(), 40.0, Sync(), Finish()),
+    ),
+)
+
+STORY_NAMES: tuple[str, ...] = tuple(s.name for s in STORIES)
+
+
+# --- seeds ---------------------------------------------------------------------------------
+
+_DIGIT = 1 << 20
+_SLOTS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class LateCase:
+    """A story (by index) plus inserted steps: ``(point, choice)`` pairs, applied in order,
+    each choosing among the steps possible at that point of the schedule so far."""
+
+    story: int
+    insertions: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def seed(self) -> int:
+        code = 0
+        for point, choice in self.insertions:
+            if not (0 <= point < 1024 and 0 <= choice < 1023):
+                raise ValueError("an insertion is outside the encodable bounds")
+            code = code * _DIGIT + (point * 1024 + choice + 1)
+        return -(1 + self.story + _SLOTS * code)
+
+    @staticmethod
+    def from_seed(seed: int) -> LateCase:
+        if seed >= 0:
+            raise ValueError("story cases have negative seeds")
+        code = -seed - 1
+        index = code % _SLOTS
+        if index >= len(STORIES):
+            raise ValueError(f"seed {seed} names story #{index}; there is no such story")
+        code //= _SLOTS
+        digits: list[int] = []
+        while code:
+            digits.append(code % _DIGIT)
+            code //= _DIGIT
+        return LateCase(index, tuple(((d - 1) // 1024, (d - 1) % 1024) for d in reversed(digits)))
+
+
+def kind_of(seed: int) -> str:
+    """The run kind a seed names: its story, or ``random``."""
+    return "random" if seed >= 0 else STORIES[LateCase.from_seed(seed).story].name
+
+
+def describe_seed(seed: int) -> str:
+    if seed >= 0:
+        return "a random world and schedule"
+    case = LateCase.from_seed(seed)
+    return f"story {STORIES[case.story].name} with {len(case.insertions)} inserted step(s)"
+
+
+# --- the exhaustive search --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """Just before step ``position`` of a schedule, ``sub`` answers into it (a
+    :class:`Finish` or :class:`Upto` answers several calls): what may be inserted."""
+
+    position: int
+    sub: int
+    choices: tuple[LateAction, ...]
+
+
+def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction]:
+    """The steps inserted at this point (see the module docstring), in a fixed order."""
+    op = run.pending_op
+    upcoming = run.world.next_event() is not None
+    out: list[LateAction] = []
+    if op == "query":
+        if upcoming:
+            out.append(Tick())
+        out.append(Answer("lost"))
+    elif op == "list_partitions":
+        if upcoming:
+            out.append(Tick())
+    elif op == "commit":
+        out += [Answer("lost"), Answer("applied_lost"), Crash()]
+    elif op is None and upcoming and isinstance(following, Sync):
+        out.append(Tick())
+    return [a for a in out if a != following]
+
+
+def observe(
+    factory: SutFactory, setup: LateSetup, schedule: Sequence[LateAction], *, timeout: float
+) -> tuple[LateResult, list[Point]]:
+    """Run ``schedule`` to its verdict, listing every insertion point on the way."""
+    points: list[Point] = []
+    with LateRun(factory, setup, timeout=timeout) as run:
+        run.start()
+        for i, action in enumerate(schedule):
+            if run.stopped:
+                break
+            points.append(Point(i, 0, tuple(insertions_at(run, action))))
+
+            def inside(j: int, i: int = i) -> None:
+                points.append(Point(i, j, tuple(insertions_at(run, None))))
+
+            run.before_answer = inside
+            run.execute(action)
+            run.before_answer = None
+        if not run.stopped:
+            points.append(Point(len(schedule), 0, tuple(insertions_at(run, None))))
+        run.complete()
+    return run.finish(), [p for p in points if p.choices]
+
+
+def insert(schedule: Sequence[LateAction], point: Point, action: LateAction) -> list[LateAction]:
+    """``schedule`` with ``action`` inserted at ``point`` (splitting a multi-answer step)."""
+    head = list(schedule[: point.position])
+    return [*head, *[Answer("ok")] * point.sub, action, *schedule[point.position :]]
+
+
+def story_schedule(
+    factory: SutFactory, case: LateCase, options: LateOptions
+) -> tuple[LateSetup, tuple[LateAction, ...]]:
+    """The world and schedule of story case ``case`` (each insertion needs the run before it)."""
+    setup, base = STORIES[case.story].build(options)
+    schedule = list(base)
+    for index, choice in case.insertions:
+        _, points = observe(factory, setup, schedule, timeout=options.timeout)
+        if index >= len(points) or choice >= len(points[index].choices):
+            raise ValueError(f"seed names insertion {choice} at point {index}, which is not there")
+        point = points[index]
+        schedule = insert(schedule, point, point.choices[choice])
+    return setup, tuple(schedule)
+
+
+def exhaustive(
+    factory: SutFactory, story: int, options: LateOptions
+) -> Iterator[tuple[LateCase, LateResult]]:
+    """The story, then every schedule with up to ``depth`` inserted steps, each run once.
+
+    Insertions are made at non-decreasing points, so each combination is run
+    once; the search stops below a failing schedule.
+    """
+    setup, base = STORIES[story].build(options)
+    stack: list[tuple[LateCase, tuple[LateAction, ...], int]] = [(LateCase(story), base, 0)]
+    while stack:
+        case, schedule, lowest = stack.pop()
+        try:
+            result, points = observe(factory, setup, schedule, timeout=options.timeout)
+        except (HarnessError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug of the harness, never a verdict on the SUT
+            raise HarnessError(f"the story {STORIES[story].name}", case.seed, exc) from exc
+        yield case, result
+        if len(case.insertions) >= options.depth or not result.ok:
+            continue
+        children = []
+        for index, point in enumerate(points):
+            if point.position < lowest:
+                continue
+            for choice, action in enumerate(point.choices):
+                child = insert(schedule, point, action)
+                children.append(
+                    (
+                        LateCase(story, (*case.insertions, (index, choice))),
+                        tuple(child),
+                        point.position + point.sub + 1,
+                    )
+                )
+        stack.extend(reversed(children))
+
+
+# --- random worlds ---------------------------------------------------------------------------
+
+_PARTITION_NAMES = (MAIN, "eu", "apac")
+
+
+def random_setup(rng: random.Random, options: LateOptions) -> LateSetup:
+    """A random world within the declared bound (see the module docstring)."""
+    d = options.wire_delay
+    g = CURSORS[options.cursor]
+    origin = options.origin
+    span = max(rng.choice((3, 4, 6)) * d, 8 * g)
+    count = rng.choice((1, 1, 2, 3))
+    partitioned = count > 1 or rng.random() < 0.3
+    names = _PARTITION_NAMES[:count] if partitioned else (MAIN,)
+    appears = {names[0]: origin}
+    for name in names[1:]:
+        later = origin + round(rng.uniform(0.3, 0.9) * span)
+        appears[name] = origin if rng.random() < 0.4 else later
+    rows: list[RowSpec] = []
+    for n in range(rng.randint(4, 10)):
+        partition = rng.choice(names)
+        start = appears[partition]
+        if start > origin and rng.random() < 0.6:
+            at = origin + rng.randint(0, max(0, start - origin - d))
+        else:
+            at = origin + rng.randint(0, span)
+        same = [r for r in rows if r.partition == partition]
+        if same and rng.random() < 0.25:
+            at = rng.choice(same).at
+        elif rng.random() < 0.35:
+            at -= (at - origin) % g
+        luck = rng.random()
+        if luck < 0.4:
+            delay = rng.randint(0, max(0, min(d, g // 4)))
+        elif luck < 0.7:
+            delay = rng.randint(0, d // 2)
+        else:
+            delay = rng.randint(d // 2, d)
+        rows.append(RowSpec(f"r{n + 1}", partition, at, at + delay))
+    return LateSetup(
+        cursor_type=options.cursor,
+        max_commit_delay=d,
+        horizon=options.horizon,
+        partitioned=partitioned,
+        page_size=rng.randint(1, 3),
+        partitions=tuple(PartitionSpec(n, appears[n]) for n in names),
+        rows=tuple(rows),
+        origin=origin,
+    )
+
+
+#: Lost responses per sync and crashes per run in a random schedule.
+RANDOM_LOSSES = 2
+RANDOM_CRASHES = 1
+#: The most steps a random schedule takes.
+RANDOM_STEPS = 300
+
+
+def run_random(factory: SutFactory, seed: int, options: LateOptions) -> LateResult:
+    """A random world and a schedule drawn step by step against the tool (see the module
+    docstring); the same seed draws the same world and, for a deterministic tool, the same
+    schedule."""
+    rng = random.Random(seed)
+    setup = random_setup(rng, options)
+    g = setup.granularity
+    target = rng.randint(2, 4)
+    with LateRun(factory, setup, timeout=options.timeout) as run:
+        run.start()
+        started = losses = 0
+        for _ in range(RANDOM_STEPS):
+            if run.stopped or (started >= target and not run.busy):
+                break
+            upcoming = run.world.next_event() is not None
+            choices: list[tuple[LateAction, float]] = []
+            op = run.pending_op
+            if op is None:
+                choices.append((Sync(), 4.0))
+                if upcoming:
+                    choices.append((Tick(), 2.0))
+                step = max(g, rng.randint(1, max(1, setup.max_commit_delay)))
+                choices.append((TickTo(run.world.clock + step), 1.0))
+            else:
+                choices.append((Answer("ok"), 10.0))
+                if losses < RANDOM_LOSSES:
+                    choices.append((Answer("lost"), 0.7))
+                    if op == "commit":
+                        choices.append((Answer("applied_lost"), 0.7))
+                if upcoming:
+                    choices.append((Tick(), 2.0))
+                if run.crashes < RANDOM_CRASHES and op in ("commit", "query"):
+                    choices.append((Crash(), 0.4))
+            action = rng.choices([a for a, _ in choices], [w for _, w in choices])[0]
+            if isinstance(action, Sync):
+                started += 1
+                losses = 0
+            if isinstance(action, Answer) and action.mode != "ok":
+                losses += 1
+            run.execute(action)
+        run.complete()
+    return run.finish()
+
+
+def run_case(factory: SutFactory, seed: int, options: LateOptions) -> LateResult:
+    """Run the case named by ``seed`` once (no shrinking)."""
+    if seed >= 0:
+        return run_random(factory, seed, options)
+    setup, schedule = story_schedule(factory, LateCase.from_seed(seed), options)
+    return run_late(factory, setup, schedule, timeout=options.timeout)
+
+
+# --- shrinking -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LateShrunk:
+    """The shortest failing run found: its world, schedule and run, and the runs it took."""
+
+    setup: LateSetup
+    actions: tuple[LateAction, ...]
+    result: LateResult
+    runs: int
+
+
+def shrink_late(factory: SutFactory, result: LateResult, options: LateOptions) -> LateShrunk:
+    """The schedule by delta debugging, then the world one row at a time, then the schedule
+    again; a candidate counts when it fails with the same :func:`failure_key`."""
+    key = failure_key(result)
+    deadline = time.monotonic() + options.shrink_seconds
+    runs = 0
+    setup = result.setup
+    best = result
+
+    def spent() -> bool:
+        return runs >= options.shrink_runs or time.monotonic() > deadline
+
+    def attempt_in(
+        world: LateSetup,
+    ) -> Callable[[list[LateAction]], tuple[list[LateAction], LateResult] | None]:
+        def attempt(candidate: list[LateAction]) -> tuple[list[LateAction], LateResult] | None:
+            nonlocal runs
+            runs += 1
+            run = run_late(factory, world, candidate, timeout=options.timeout)
+            if failure_key(run) == key:
+                return list(run.executed), run
+            return None
+
+        return attempt
+
+    actions, found = ddmin(result.executed, attempt_in(setup), spent)
+    if found is not None:
+        best = found
+    for row in sorted(setup.rows, key=lambda r: (-r.at, r.id)):
+        if spent():
+            break
+        smaller = setup.without([row.id])
+        if not smaller.rows:
+            continue
+        outcome = attempt_in(smaller)(list(actions))
+        if outcome is not None:
+            setup, (actions, best) = smaller, outcome
+    actions, found = ddmin(actions, attempt_in(setup), spent)
+    if found is not None:
+        best = found
+    return LateShrunk(setup, tuple(actions), best, runs)
+
+
+# --- the whole search ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LateFinding:
+    """One bug: its shortest run, where it was first found, and where it showed again."""
+
+    key: tuple[str, str]
+    seed: int | None
+    phase: str
+    result: LateResult
+    original_steps: int = 0
+    shrink_runs: int = 0
+    also: tuple[str, ...] = ()
+
+    @property
+    def violation(self) -> Violation:
+        found = self.result.first
+        assert found is not None
+        return found
+
+    @property
+    def actions(self) -> tuple[LateAction, ...]:
+        return self.result.executed
+
+    def stories(self) -> tuple[LostStory, ...]:
+        """Every lost row of the shortest run, explained."""
+        delivered = self.result.delivery
+        if delivered is None:
+            return ()
+        return tuple(explain(self.result, r.id) for r in delivered.lost)
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """What every run of the search came to, summed (rows lost and duplicated, syncs)."""
+
+    runs: int = 0
+    syncs: int = 0
+    runs_losing: int = 0
+    most_lost: int = 0
+    runs_duplicating: int = 0
+    most_duplicated: int = 0
+    absorbed: int = 0
+
+
+@dataclass(frozen=True)
+class LateReport:
+    """Everything ``fencepost conform --world late-commits`` reports."""
+
+    sut: str
+    sut_name: str
+    options: LateOptions
+    declared: tuple[str, ...]
+    delivery: str
+    phases: tuple[Phase, ...]
+    findings: tuple[LateFinding, ...]
+    seconds: float
+    totals: RunTotals
+    power: PowerTable
+    problem: str | None = None
+    processes: int = 0
+    reused: int = 0
+    notes: tuple[str, ...] = ()
+    #: A failure outside any run (handshake, error handling, kept processes).
+    handshake: tuple[tuple[Violation, tuple[TranscriptLine, ...]], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings and not self.handshake and self.problem is None
+
+    @property
+    def runs(self) -> int:
+        return sum(p.runs for p in self.phases)
+
+    @property
+    def messages(self) -> int:
+        return sum(p.messages for p in self.phases)
+
+
+class _Search:
+    """Runs phases one after the other, keeping figures, findings and the power table."""
+
+    def __init__(self, factory: SutFactory, options: LateOptions, progress: Progress) -> None:
+        self.factory = factory
+        self.options = options
+        self.progress = progress
+        self.phases: list[Phase] = []
+        self.findings: list[LateFinding] = []
+        self.power = PowerTable.empty()
+        self.totals = RunTotals()
+
+    @property
+    def stop(self) -> bool:
+        return self.options.fail_fast and bool(self.findings)
+
+    def count(self, kind: str, result: LateResult) -> None:
+        self.power.add(kind, caught(result))
+        t = self.totals
+        lost = len(result.delivery.lost) if result.delivery else 0
+        dup = len(result.delivery.duplicated) if result.delivery else 0
+        self.totals = RunTotals(
+            t.runs + 1,
+            t.syncs + len(result.syncs),
+            t.runs_losing + (1 if lost else 0),
+            max(t.most_lost, lost),
+            t.runs_duplicating + (1 if dup else 0),
+            max(t.most_duplicated, dup),
+            t.absorbed + (result.delivery.absorbed if result.delivery else 0),
+        )
+
+    def found(self, phase: str, seed: int, result: LateResult) -> None:
+        key = failure_key(result)
+        for i, known in enumerate(self.findings):
+            if known.key == key:
+                self.findings[i] = dataclasses.replace(known, also=(*known.also, phase))
+                return
+        shrunk = shrink_late(self.factory, result, self.options)
+        self.findings.append(
+            LateFinding(
+                key,
+                seed,
+                phase,
+                shrunk.result,
+                len(result.executed),
+                shrunk.runs,
+            )
+        )
+
+    def _ended(self, name: str, runs: int, messages: int, started: float, failed: bool) -> None:
+        self.phases.append(Phase(name, runs, messages, time.monotonic() - started, failed))
+
+    def probes(self) -> tuple[Violation, tuple[TranscriptLine, ...]] | None:
+        started = time.monotonic()
+        self.progress(PROBES_PHASE, 0, 1)
+        violation, lines, messages = run_sync_probes(self.factory, self.options.timeout)
+        self.progress(PROBES_PHASE, 1, 1)
+        self._ended(PROBES_PHASE, 1, messages, started, violation is not None)
+        return None if violation is None else (violation, lines)
+
+    def story(self, index: int) -> None:
+        name = story_phase(STORIES[index].name, self.options.depth)
+        started = time.monotonic()
+        runs = messages = 0
+        for case, result in exhaustive(self.factory, index, self.options):
+            runs += 1
+            messages += result.messages
+            self.count(STORIES[index].name, result)
+            self.progress(name, runs, None)
+            if not result.ok:
+                self.found(name, case.seed, result)
+                self._ended(name, runs, messages, started, True)
+                return
+        self._ended(name, runs, messages, started, False)
+
+    def random(self, seeds: Sequence[int]) -> None:
+        name = RANDOM_PHASE
+        started = time.monotonic()
+        messages = 0
+        for i, seed in enumerate(seeds):
+            self.progress(name, i, len(seeds))
+            try:
+                result = run_random(self.factory, seed, self.options)
+            except (HarnessError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # a bug of the harness, never a verdict on the SUT
+                raise HarnessError(f"phase {name}", seed, exc) from exc
+            messages += result.messages
+            self.count("random", result)
+            if not result.ok:
+                self.progress(name, i + 1, len(seeds))
+                self.found(name, seed, result)
+                self._ended(name, i + 1, messages, started, True)
+                return
+        self.progress(name, len(seeds), len(seeds))
+        self._ended(name, len(seeds), messages, started, False)
+
+
+#: The name of the random phase.
+RANDOM_PHASE = "random worlds"
+
+
+def story_phase(story: str, depth: int) -> str:
+    """The name of the phase that runs the story ``story`` exhaustively."""
+    return f"{story} exhaustive (depth {depth})"
+
+
+def run_sync_probes(
+    factory: SutFactory, timeout: float
+) -> tuple[Violation | None, tuple[TranscriptLine, ...], int]:
+    """A line that is not JSON, then a ``sync`` request whose ``now`` is a string: each must
+    be answered with an ``error`` (the second carrying the request's id), and the tool keep
+    running."""
+    session = LineSession(factory, timeout, "probe", require=SYNC_LEVEL)
+    violation = None
+    clean = False
+    try:
+        session.open()
+        session.send("this is not json")
+        session.expect_error(None, "a line that is not JSON")
+        bad = {
+            "type": "sync",
+            "id": 1,
+            "worker": "probe",
+            "now": "soon",
+            "source": {
+                "stream": "orders",
+                "cursor": "updated_at",
+                "cursor_type": "timestamp",
+                "granularity": 1000,
+                "max_commit_delay": 10000,
+                "partitioned": False,
+                "horizon": False,
+            },
+        }
+        session.send(encode(bad))
+        session.expect_error(1, "a sync request whose now is a string")
+        clean = True
+    except SutFailure as failure:
+        violation = Violation(failure.rule, failure.message, 0, failure.worker or "probe")
+    problem = session.close(clean)
+    if violation is None and problem is not None:
+        violation = problem
+    return violation, tuple(session.lines), session.messages
+
+
+def late_conform(
+    factory: SutFactory, options: LateOptions = LateOptions(), progress: Progress = _quiet
+) -> LateReport:
+    """Test the sync tool ``factory`` starts, every phase (see the module docstring)."""
+    started = time.monotonic()
+    counted = _Counted(factory)
+    hello, broken = greet(counted, options.timeout)
+    declared = hello.levels if hello is not None else ()
+    pool: SutPool | None = None
+    used: SutFactory = counted
+    if hello is not None and "reset" in hello.capabilities and options.reuse:
+        pool = SutPool(counted, options.timeout)
+        used = pool
+    search = _Search(used, options, progress)
+    handshake: list[tuple[Violation, tuple[TranscriptLine, ...]]] = []
+    problem = None
+    if broken is not None:
+        handshake.append((broken.violation, broken.transcript))
+    elif SYNC_LEVEL not in declared:
+        problem = (
+            f"the SUT implements {', '.join(declared) or 'no level'}; the late-commit world "
+            f"tests only level {SYNC_LEVEL}"
+        )
+    else:
+        probe = search.probes()
+        if probe is not None:
+            handshake.append(probe)
+        for index in range(len(STORIES)):
+            if search.stop or options.depth < 0:
+                break
+            search.story(index)
+        if options.schedules > 0 and not search.stop:
+            rng = random.Random(options.seed)
+            search.random([rng.getrandbits(40) for _ in range(options.schedules)])
+    findings = search.findings
+    if pool is not None:
+        pool.close()
+        for p in pool.problems:
+            handshake.append((Violation(p.rule, p.message, None, p.worker), ()))
+        findings = [_confirm_fresh(counted, f, options) for f in findings]
+    return LateReport(
+        sut=factory.description,
+        sut_name=hello.name if hello is not None else "",
+        options=options,
+        declared=declared,
+        delivery=hello.delivery if isinstance(hello, HelloOk) else "at-least-once",
+        phases=tuple(search.phases),
+        findings=tuple(findings),
+        seconds=time.monotonic() - started,
+        totals=search.totals,
+        power=search.power,
+        problem=problem,
+        processes=counted.started,
+        reused=pool.reused if pool is not None else 0,
+        handshake=tuple(handshake),
+    )
+
+
+def _confirm_fresh(factory: SutFactory, finding: LateFinding, options: LateOptions) -> LateFinding:
+    """Replay a finding of reused processes on fresh ones; one that does not come back is a
+    ``reset`` violation (the process kept something a reset should have cleared)."""
+    again = run_late(factory, finding.result.setup, finding.actions, timeout=options.timeout)
+    if failure_key(again) == finding.key:
+        return dataclasses.replace(finding, result=again)
+    hit = again.first
+    found = "nothing" if hit is None else f"{hit.rule.value} instead"
+    violation = finding.violation
+    reset = Violation(
+        Rule.RESET,
+        f"{violation.rule.value} was found on processes reused after reset, but the same "
+        f"schedule on fresh processes finds {found}: after reset the tool does not behave as "
+        f"a freshly started process ({violation.message})",
+        violation.step,
+        violation.worker,
+    )
+    return dataclasses.replace(
+        finding,
+        key=(Rule.RESET.value, ""),
+        result=dataclasses.replace(finding.result, violations=(reset,)),
+    )
+
+
+def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateReport:
+    """Run the case named by ``seed`` again (and shrink it, if it fails), exactly as found."""
+    started = time.monotonic()
+    hello, broken = greet(factory, options.timeout)
+    search = _Search(factory, options, _quiet)
+    handshake: list[tuple[Violation, tuple[TranscriptLine, ...]]] = []
+    problem = None
+    declared = hello.levels if hello is not None else ()
+    if broken is not None:
+        handshake.append((broken.violation, broken.transcript))
+    elif SYNC_LEVEL not in declared:
+        problem = f"the SUT does not implement level {SYNC_LEVEL}"
+    else:
+        name = f"replay of seed {seed} ({describe_seed(seed)})"
+        phase_started = time.monotonic()
+        try:
+            result = run_case(factory, seed, options)
+        except ValueError as exc:
+            raise HarnessError(name, seed, exc) from exc
+        search.count(kind_of(seed), result)
+        if not result.ok:
+            search.found(name, seed, result)
+        search._ended(name, 1, result.messages, phase_started, not result.ok)
+    return LateReport(
+        sut=factory.description,
+        sut_name=hello.name if hello is not None else "",
+        options=options,
+        declared=declared,
+        delivery=hello.delivery if hello is not None else "at-least-once",
+        phases=tuple(search.phases),
+        findings=tuple(search.findings),
+        seconds=time.monotonic() - started,
+        totals=search.totals,
+        power=search.power,
+        problem=problem,
+        handshake=tuple(handshake),
+    )
+
+
+__all__ = [
+    "STORIES",
+    "LateCase",
+    "LateFinding",
+    "LateOptions",
+    "LateReport",
+    "late_conform",
+    "late_replay",
+    "run_case",
+    "shrink_late",
+]

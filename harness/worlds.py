@@ -1,0 +1,58 @@
+"""The worlds ``fencepost conform`` can put an implementation in: the one home of this set.
+
+- ``frontier`` (the default): the world of docs/conformance-protocol.md's first
+  three levels: providers whose pages carry final claims, stores of
+  checkpoints and a publication record; the levels ``algebra``,
+  ``checkpointer`` and ``publisher`` are tested (``fencepost.harness.conformance``);
+- ``late-commits``: a table with several writers that commit out of cursor
+  order within a declared bound, rows sharing cursor values, a query
+  granularity coarser than the stored precision, partitions that appear
+  mid-run, and no finality claim; only the level ``sync`` is tested
+  (``fencepost.harness.late_search``).
+
+Each world lists the levels it tests. Cost: nothing (constants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fencepost.harness.protocol import LEVELS, SYNC_LEVEL
+
+
+@dataclass(frozen=True, slots=True)
+class WorldInfo:
+    """One world: its name on the command line, the levels it tests, and what it is."""
+
+    name: str
+    levels: tuple[str, ...]
+    summary: str
+
+
+FRONTIER = "frontier"
+LATE_COMMITS = "late-commits"
+
+#: The worlds, by the name ``--world`` takes.
+WORLDS: dict[str, WorldInfo] = {
+    FRONTIER: WorldInfo(
+        FRONTIER,
+        LEVELS,
+        "providers making final claims, checkpoints and a published frontier",
+    ),
+    LATE_COMMITS: WorldInfo(
+        LATE_COMMITS,
+        (SYNC_LEVEL,),
+        "a table whose writers commit out of cursor order within a declared bound",
+    ),
+}
+
+DEFAULT_WORLD = FRONTIER
+
+#: The cursor types of the late-commit world, with the granularity a query bound takes.
+CURSORS: dict[str, int] = {"timestamp": 1000, "integer": 1}
+
+#: The default late-commit bound D, in the cursor's own units (seconds for timestamps).
+DEFAULT_MAX_COMMIT_DELAY = 10
+
+#: Milliseconds per unit of ``--max-commit-delay`` for each cursor type (the wire's unit).
+WIRE_UNITS: dict[str, int] = {"timestamp": 1000, "integer": 1}
