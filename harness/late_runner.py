@@ -54,7 +54,6 @@ from fencepost.harness.late_world import (
     clock_text,
     span_text,
 )
-from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     SYNC_LEVEL,
     SYNC_OPS,
@@ -378,6 +377,9 @@ class LateRun:
         """Run ``action`` if it is possible now; False if it was skipped."""
         if not self.possible(action):
             return False
+        if isinstance(action, Finish | Upto):
+            self._answer_many(action, phase)
+            return True
         self.step += 1
         try:
             says = self._do(action)
@@ -387,15 +389,35 @@ class LateRun:
         self._record(action, says, phase)
         return True
 
+    def _answer_many(self, action: Finish | Upto, phase: str) -> None:
+        """Answer normally, one recorded step per call (the first carries ``action``), until
+        the sync ends or (:class:`Upto`) its ``nth`` call of ``op`` is pending."""
+        answered = 0
+        while self.pending is not None and not self.stopped:
+            current = self.current
+            assert current is not None
+            if (
+                isinstance(action, Upto)
+                and self.pending.op == action.op
+                and current.per_op.get(action.op, 0) >= action.nth
+            ):
+                return
+            if answered and self.before_answer is not None:
+                self.before_answer(answered)
+            self.step += 1
+            try:
+                says = self._answer("ok")
+            except SutFailure as failure:
+                self._fail(failure)
+                says = f"{failure.rule.value}: {failure.message}"
+            self._record(action if answered == 0 else None, says, phase)
+            answered += 1
+
     def _do(self, action: LateAction) -> str:
         if isinstance(action, Sync):
             return self._start_sync(completion=False)
         if isinstance(action, Answer):
             return self._answer(action.mode)
-        if isinstance(action, Finish):
-            return self._finish_sync()
-        if isinstance(action, Upto):
-            return self._upto(action.op, action.nth)
         if isinstance(action, Tick):
             event = self.world.next_event()
             assert event is not None
@@ -455,24 +477,8 @@ class LateRun:
     def _finish_sync(self) -> str:
         said: list[str] = []
         while self.pending is not None and not self.stopped:
-            self._hook(len(said))
             said.append(self._answer("ok"))
         return " / ".join(said)
-
-    def _upto(self, op: str, nth: int) -> str:
-        said: list[str] = []
-        while self.pending is not None and not self.stopped:
-            current = self.current
-            assert current is not None
-            if self.pending.op == op and current.per_op.get(op, 0) >= nth:
-                break
-            self._hook(len(said))
-            said.append(self._answer("ok"))
-        return " / ".join(said) or "nothing to answer first"
-
-    def _hook(self, answered: int) -> None:
-        if answered and self.before_answer is not None:
-            self.before_answer(answered)
 
     def _await(self) -> str:
         """Read the tool's next message: a call (now pending) or the sync's end."""
@@ -724,10 +730,7 @@ class LateRun:
                     "crash",
                 )
             )
-        if isinstance(self.factory, SutPool):
-            self.factory.discard(session.channel)
-        else:
-            session.channel.close(0.0)
+        session.channel.close(0.0)  # killed at once, never returned to a pool
         session.channel = None
         current.crashed = True
         current.end_time = self.world.clock
@@ -740,6 +743,10 @@ class LateRun:
 
     # --- the end of a run ---------------------------------------------------------------
 
+    def halted(self) -> bool:
+        """Whether a rule was broken (read afresh: any call may have set it)."""
+        return self.stopped
+
     def drain(self) -> None:
         """Answer the sync in progress normally until it ends."""
         if self.pending is not None and not self.stopped:
@@ -750,7 +757,7 @@ class LateRun:
         if self.stopped:
             return
         self.drain()
-        if self.stopped:
+        if self.halted():
             return
         world = self.world
         last = world.events()
@@ -765,7 +772,7 @@ class LateRun:
         step = self.setup.max_commit_delay + self.setup.granularity
         previous = max([s.now for s in self._syncs], default=world.clock)
         for _ in range(COMPLETION_SYNCS):
-            if self.stopped:
+            if self.halted():
                 return
             now = max(world.clock, previous) + step
             world.move_to(now)

@@ -88,7 +88,7 @@ class LateOptions:
     max_commit_delay: int = DEFAULT_MAX_COMMIT_DELAY
     horizon: bool = False
     seed: int = 0
-    schedules: int = 12
+    schedules: int = 10
     timeout: float = 10.0
     depth: int = 1
     shrink_runs: int = 120
@@ -336,20 +336,39 @@ class Point:
 
 
 def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction]:
-    """The steps inserted at this point (see the module docstring), in a fixed order."""
+    """The steps inserted at this point, in a fixed order.
+
+    The clock moves on only where the next event changes what the pending call
+    reads: before a page of a partition where a row commits (or the partition
+    appears) at the next event, before ``list_partitions`` when a partition
+    appears next, and before a sync starts. Moving it anywhere else gives the
+    tool the same answers as moving it right before the next such call, which
+    is a point of its own. Every commit may lose its response (applied or not)
+    or see the tool crash; the first page of each sync may lose its response
+    (later pages' lost responses are left to the random worlds).
+    """
     op = run.pending_op
-    upcoming = run.world.next_event() is not None
+    world = run.world
+    upcoming = world.next_event()
     out: list[LateAction] = []
     if op == "query":
-        if upcoming:
+        assert run.pending is not None
+        payload = run.pending.payload
+        partition = getattr(payload, "partition", None)
+        if upcoming is not None and any(
+            r.partition == partition and world.setup.visible_from(r) == upcoming
+            for r in world.setup.rows
+        ):
             out.append(Tick())
-        out.append(Answer("lost"))
+        current = run.current
+        if current is not None and current.per_op.get("query", 0) == 1:
+            out.append(Answer("lost"))
     elif op == "list_partitions":
-        if upcoming:
+        if upcoming is not None and any(p.appears == upcoming for p in world.setup.partitions):
             out.append(Tick())
     elif op == "commit":
         out += [Answer("lost"), Answer("applied_lost"), Crash()]
-    elif op is None and upcoming and isinstance(following, Sync):
+    elif op is None and upcoming is not None and isinstance(following, Sync):
         out.append(Tick())
     return [a for a in out if a != following]
 

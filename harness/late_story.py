@@ -312,7 +312,7 @@ def _between(setup: LateSetup, row: RowSpec, relations: list[tuple[Chain, str, s
     earlier = [
         (c, words)
         for c, kind, words in relations
-        if kind in ("passed-early", "stopped", "above", "passed")
+        if kind in ("passed-early", "stopped", "above", "passed", "returned")
     ]
     later = [(c, words) for c, kind, words in relations if kind == "below"]
     if earlier and later:

@@ -37,6 +37,10 @@ class LaneKind(Enum):
     READER = "reader"
     WORKER = "worker"
     ENVIRONMENT = "environment"
+    #: An incremental-sync tool (the late-commit world).
+    TOOL = "tool"
+    #: The writers of one partition of a source (the late-commit world).
+    WRITER = "writer"
 
 
 class Mark(Enum):

@@ -8,6 +8,7 @@ Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shlex
@@ -17,20 +18,28 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from fencepost.harness.protocol import LEVELS
+from fencepost.harness.protocol import LEVELS, SYNC_LEVEL
 from fencepost.harness.rules import HarnessError
+from fencepost.harness.worlds import CURSORS, DEFAULT_WORLD, LATE_COMMITS, WIRE_UNITS, WORLDS
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from fencepost.harness.conformance import ConformOptions, ConformReport
+    from fencepost.harness.late_search import LateOptions, LateReport
     from fencepost.harness.transport import SubprocessSut
 
 
 def _levels(value: str) -> frozenset[str]:
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in LEVELS]
+    if SYNC_LEVEL in unknown:
+        raise click.BadParameter(
+            f"level {SYNC_LEVEL} is tested only in the {LATE_COMMITS} world; add "
+            f"--world {LATE_COMMITS}",
+            param_hint="--levels",
+        )
     if unknown or not names:
         raise click.BadParameter(
             f"unknown level(s) {', '.join(unknown) or '(none given)'}; choose from "
@@ -41,6 +50,34 @@ def _levels(value: str) -> frozenset[str]:
 
 
 @click.command(name="conform", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--world",
+    type=click.Choice(list(WORLDS)),
+    default=DEFAULT_WORLD,
+    show_default=True,
+    help=f"The world to test in: {DEFAULT_WORLD} (levels {', '.join(LEVELS)}) or "
+    f"{LATE_COMMITS} (level {SYNC_LEVEL}: an incremental-sync tool against a table whose "
+    "writers commit out of cursor order).",
+)
+@click.option(
+    "--max-commit-delay",
+    type=click.IntRange(min=0),
+    default=None,
+    help="late-commits: the bound D on how late a row commits after its cursor value, in the "
+    "cursor's units (seconds for timestamps) [default: 10].",
+)
+@click.option(
+    "--cursor",
+    type=click.Choice(sorted(CURSORS)),
+    default=None,
+    help="late-commits: the cursor's type [default: timestamp: stored in ms, queried in s].",
+)
+@click.option(
+    "--horizon",
+    is_flag=True,
+    default=None,
+    help="late-commits: the source certifies a horizon on every page (as PostgreSQL's xmin).",
+)
 @click.option(
     "--levels",
     default=",".join(LEVELS),
@@ -106,6 +143,10 @@ def _levels(value: str) -> frozenset[str]:
 @report_options("each failure drawn as a timeline")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def command(
+    world: str,
+    max_commit_delay: int | None,
+    cursor: str | None,
+    horizon: bool | None,
     levels: str,
     seed: int,
     schedules: int,
@@ -132,6 +173,8 @@ def command(
     the seed that replays it.
 
     Example: fencepost conform -- fencepost sut
+
+    Example: fencepost conform --world late-commits -- fencepost adapter dlt
     """
     from fencepost.harness.conformance import ConformOptions, conform
     from fencepost.harness.conformance import replay as replay_seed
@@ -150,6 +193,32 @@ def command(
     check_output(summary_md, "--summary-md")
     if replay is not None and replay_file is not None:
         raise click.UsageError("--replay and --replay-file exclude each other")
+    _check_world(world, max_commit_delay, cursor, horizon, levels, replay_file)
+    if world == LATE_COMMITS:
+        from fencepost.harness.late_search import LateOptions
+
+        _late(
+            LateOptions(
+                cursor=cursor or "timestamp",
+                max_commit_delay=10 if max_commit_delay is None else max_commit_delay,
+                horizon=bool(horizon),
+                seed=seed,
+                schedules=schedules if _given("schedules") else LateOptions.schedules,
+                timeout=timeout,
+                depth=depth,
+                fail_fast=fail_fast,
+                reuse=not fresh_processes,
+            ),
+            command,
+            replay,
+            replay_file,
+            as_json,
+            junit,
+            report_dir,
+            save,
+            html,
+            summary_md,
+        )
     options = ConformOptions(
         levels=_levels(levels),
         seed=seed,
@@ -182,6 +251,191 @@ def command(
     sys.exit(0 if report.ok else 1)
 
 
+def _given(name: str) -> bool:
+    """Whether the option ``name`` was given on the command line (not left to its default)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _check_world(
+    world: str,
+    max_commit_delay: int | None,
+    cursor: str | None,
+    horizon: bool | None,
+    levels: str,
+    replay_file: Path | None,
+) -> None:
+    """Refuse options that mean nothing in the chosen world, naming the option (exit 2)."""
+    if world != LATE_COMMITS:
+        for name, value in (
+            ("--max-commit-delay", max_commit_delay),
+            ("--cursor", cursor),
+            ("--horizon", horizon),
+        ):
+            if value is not None:
+                raise click.BadParameter(
+                    f"means something only in the {LATE_COMMITS} world; add --world "
+                    f"{LATE_COMMITS}, or leave it out",
+                    param_hint=name,
+                )
+    else:
+        if _given("levels") and {v.strip() for v in levels.split(",") if v.strip()} != {SYNC_LEVEL}:
+            raise click.BadParameter(
+                f"the {LATE_COMMITS} world tests only level {SYNC_LEVEL}; leave --levels out "
+                f"(or give --levels {SYNC_LEVEL})",
+                param_hint="--levels",
+            )
+        if _given("workers"):
+            raise click.BadParameter(
+                f"the {LATE_COMMITS} world runs one tool worker, its syncs one after the "
+                "other; leave --workers out",
+                param_hint="--workers",
+            )
+    if replay_file is not None:
+        from fencepost.harness.late_report import regression_world
+
+        found = regression_world(replay_file)
+        if found == LATE_COMMITS and world != LATE_COMMITS:
+            raise click.BadParameter(
+                f"{replay_file} is a regression file of the {LATE_COMMITS} world; add "
+                f"--world {LATE_COMMITS}",
+                param_hint="--replay-file",
+            )
+        if found is not None and found != LATE_COMMITS and world == LATE_COMMITS:
+            raise click.BadParameter(
+                f"{replay_file} is a regression file of the {DEFAULT_WORLD} world; leave "
+                f"--world {LATE_COMMITS} out",
+                param_hint="--replay-file",
+            )
+
+
+def _late(
+    options: LateOptions,
+    command: tuple[str, ...],
+    replay: int | None,
+    replay_file: Path | None,
+    as_json: bool,
+    junit: Path | None,
+    report_dir: Path | None,
+    save: Path | None,
+    html: Path | None,
+    summary_md: Path | None,
+) -> NoReturn:
+    """The late-commit world: search (or replay), report, and exit 0 or 1."""
+    from fencepost.harness.late_report import (
+        late_report_json,
+        render_late_summary,
+        save_late_regression,
+        write_late_junit,
+        write_late_report_dir,
+    )
+    from fencepost.harness.late_search import late_conform, late_replay
+    from fencepost.harness.transport import SubprocessSut
+
+    shown = shlex.join(command)
+    factory = SubprocessSut(command, prefetch=2)
+    try:
+        if replay_file is not None:
+            report = _late_replay_file(factory, replay_file, options)
+        elif replay is not None:
+            report = late_replay(factory, replay, options)
+        else:
+            with _Progress() as progress:
+                report = late_conform(factory, options, progress.update)
+    except HarnessError as error:
+        _internal_error(error, shown, options.flags())
+    finally:
+        factory.close()
+    if as_json:
+        click.echo(json.dumps(late_report_json(report, shown), indent=2))
+    else:
+        click.echo(render_late_summary(report, shown))
+    try:
+        if junit is not None:
+            write_late_junit(junit, report, shown)
+        if report_dir is not None:
+            write_late_report_dir(report_dir, report, shown)
+        if save is not None and report.findings:
+            for finding in report.findings if save.is_dir() else report.findings[:1]:
+                saved = save_late_regression(save, finding, report.sut)
+                click.echo(f"saved regression file: {saved}", err=True)
+    except OSError as exc:
+        raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
+    if wants_report(html, summary_md):
+        from fencepost.views.late_commits import late_report
+
+        write_outputs(late_report(report, shown), html, summary_md)
+    sys.exit(0 if report.ok else 1)
+
+
+def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) -> LateReport:
+    """Run a saved regression file of the late-commit world once (no search, no shrinking)."""
+    import time
+
+    from fencepost.harness.conformance import Phase, greet
+    from fencepost.harness.late_power import PowerTable
+    from fencepost.harness.late_report import load_late_regression, replay_late_regression
+    from fencepost.harness.late_search import LateFinding, LateReport, RunTotals
+    from fencepost.harness.late_story import failure_key
+    from fencepost.harness.report import RegressionError
+
+    try:
+        regression = load_late_regression(path)
+    except RegressionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--replay-file") from None
+    started = time.monotonic()
+    hello, broken = greet(factory, options.timeout)
+    findings: list[LateFinding] = []
+    phases: list[Phase] = []
+    notes: list[str] = []
+    handshake = [] if broken is None else [(broken.violation, broken.transcript)]
+    totals = RunTotals()
+    if broken is None:
+        result, skipped = replay_late_regression(factory, regression, timeout=options.timeout)
+        notes = [
+            f"step {number} of {path.name} could not run now and was not executed: {step}"
+            for number, step in skipped
+        ]
+        d = result.delivery
+        totals = RunTotals(
+            1,
+            len(result.syncs),
+            1 if d and d.lost else 0,
+            len(d.lost) if d else 0,
+            1 if d and d.duplicated else 0,
+            len(d.duplicated) if d else 0,
+            d.absorbed if d else 0,
+        )
+        name = f"replay of {path.name}"
+        phases.append(Phase(name, 1, result.messages, time.monotonic() - started, not result.ok))
+        if not result.ok:
+            findings.append(
+                LateFinding(
+                    failure_key(result), regression.seed, name, result, len(result.executed)
+                )
+            )
+    return LateReport(
+        sut=factory.description,
+        sut_name=hello.name if hello is not None else "",
+        options=dataclasses.replace(
+            options,
+            cursor=regression.setup.cursor_type,
+            max_commit_delay=regression.setup.max_commit_delay
+            // WIRE_UNITS[regression.setup.cursor_type],
+            horizon=regression.setup.horizon,
+        ),
+        declared=hello.levels if hello is not None else (),
+        delivery=hello.delivery if hello is not None else "at-least-once",
+        phases=tuple(phases),
+        findings=tuple(findings),
+        seconds=time.monotonic() - started,
+        totals=totals,
+        power=PowerTable.empty(),
+        notes=tuple(notes),
+        handshake=tuple(handshake),
+    )
+
+
 #: The longest --timeout: a day (larger values only overflow the clock arithmetic).
 MAX_TIMEOUT = 86400.0
 
@@ -190,7 +444,7 @@ MAX_TIMEOUT = 86400.0
 EXIT_INTERNAL_ERROR = 3
 
 
-def _internal_error(error: HarnessError, shown: str) -> NoReturn:
+def _internal_error(error: HarnessError, shown: str, flags: str = "") -> NoReturn:
     """Say that fencepost broke (not the SUT), how to reproduce it, and exit 3."""
     import traceback
 
@@ -201,7 +455,8 @@ def _internal_error(error: HarnessError, shown: str) -> NoReturn:
         "traceback.",
     ]
     if error.seed is not None:
-        lines.append(f"  reproduce: fencepost conform --replay {error.seed} -- {shown}")
+        world = f"{flags} " if flags else ""
+        lines.append(f"  reproduce: fencepost conform {world}--replay {error.seed} -- {shown}")
     click.echo("\n".join(lines), err=True)
     click.echo("".join(traceback.format_exception(error.cause)), err=True)
     sys.exit(EXIT_INTERNAL_ERROR)

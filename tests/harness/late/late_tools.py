@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from fencepost.adapters.runtime import (
     Bound,
@@ -45,8 +45,10 @@ from fencepost.adapters.runtime import (
     serve,
     serve_stdio,
 )
-from fencepost.harness.transport import Channel
 from fencepost.inputs.jsonlines import LineIO
+
+if TYPE_CHECKING:
+    from fencepost.harness.transport import Channel
 
 T = TypeVar("T")
 
@@ -189,14 +191,16 @@ class ReferenceTool(Tool):
                 if new is not None:
                     state[p] = new
             ids = [r.id for r in rows]
+            snapshot = dict(state)
             if v.state_first:
-                attempt(lambda: source.commit([], v.mode, dict(state)))
-                attempt(lambda: source.commit(ids, v.mode))
+                attempt(lambda s=snapshot: source.commit([], v.mode, s))  # type: ignore[misc]
+                attempt(lambda ids=ids: source.commit(ids, v.mode))  # type: ignore[misc]
             else:
-                attempt(lambda: source.commit(ids, v.mode, dict(state)))
+                attempt(
+                    lambda ids=ids, s=snapshot: source.commit(ids, v.mode, s)  # type: ignore[misc]
+                )
             if new is not None:
-                kind = "through" if v.through_max else "before"
-                coverage[p] = Coverage(new, kind)
+                coverage[p] = Coverage(new, "through") if v.through_max else Coverage(new, "before")
         return SyncResult("completed", coverage)
 
     def _next(
@@ -233,7 +237,11 @@ class ReferenceTool(Tool):
         horizon: int | None = None
         first = True
         while True:
-            page: Page = attempt(lambda: source.query(partition, lower, upper, after))
+            page: Page = attempt(
+                lambda lower=lower, after=after: source.query(  # type: ignore[misc]
+                    partition, lower, upper, after
+                )
+            )
             rows.extend(page.rows)
             if page.horizon is not None and (first or v.horizon == "last"):
                 horizon = page.horizon
@@ -245,6 +253,7 @@ class ReferenceTool(Tool):
                 lower, after = Bound(last.at, False), None
             else:
                 after = page.next
+
 
 def tool(variant: Variant) -> ReferenceTool:
     return ReferenceTool(variant)
@@ -282,6 +291,48 @@ def main(argv: Sequence[str]) -> int:
     wire = protect_stdout()
     variant = dataclasses.replace(VARIANTS[args.variant], sync_ms=args.sync_ms)
     return serve_stdio(tool(variant), wire)
+
+
+class ScriptedTool(ReferenceTool):
+    """A tool whose every sync is ``script(request, source)``: for tests of single rules."""
+
+    def __init__(
+        self,
+        script: Callable[[SyncRequest, SourceClient], SyncResult],
+        delivery: Delivery = "at-least-once",
+    ) -> None:
+        super().__init__(dataclasses.replace(CORRECT, name="scripted", delivery=delivery))
+        self.script = script
+
+    def sync(self, request: SyncRequest, source: SourceClient) -> SyncResult:
+        return self.script(request, source)
+
+
+class InProcessScript:
+    """A harness SUT factory running a :class:`ScriptedTool` in threads."""
+
+    def __init__(
+        self,
+        script: Callable[[SyncRequest, SourceClient], SyncResult],
+        delivery: Delivery = "at-least-once",
+    ) -> None:
+        self.script = script
+        self.delivery: Delivery = delivery
+        self.starts = 0
+
+    @property
+    def description(self) -> str:
+        return "in-process scripted tool"
+
+    def start(self, worker: str) -> Channel:
+        from fencepost.harness.transport import ThreadChannel
+
+        self.starts += 1
+        tool = ScriptedTool(self.script, self.delivery)
+        return ThreadChannel(lambda io: serve(tool, io), worker)
+
+    def close(self) -> None:
+        """Nothing is kept in reserve."""
 
 
 if __name__ == "__main__":
