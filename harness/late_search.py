@@ -277,6 +277,10 @@ _DIGIT = 1 << 20
 _SLOTS = 32
 
 
+class SeedError(ValueError):
+    """A seed that names no case of this world (a usage error: exit 2, not fencepost's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LateCase:
     """A story (by index) plus inserted steps: ``(point, choice)`` pairs, applied in order,
@@ -290,18 +294,21 @@ class LateCase:
         code = 0
         for point, choice in self.insertions:
             if not (0 <= point < 1024 and 0 <= choice < 1023):
-                raise ValueError("an insertion is outside the encodable bounds")
+                raise SeedError("an insertion is outside the encodable bounds")
             code = code * _DIGIT + (point * 1024 + choice + 1)
         return -(1 + self.story + _SLOTS * code)
 
     @staticmethod
     def from_seed(seed: int) -> LateCase:
         if seed >= 0:
-            raise ValueError("story cases have negative seeds")
+            raise SeedError("story cases have negative seeds")
         code = -seed - 1
         index = code % _SLOTS
         if index >= len(STORIES):
-            raise ValueError(f"seed {seed} names story #{index}; there is no such story")
+            raise SeedError(
+                f"seed {seed} names story #{index}; there are {len(STORIES)} stories "
+                "(seeds below 0 come from a report of this world)"
+            )
         code //= _SLOTS
         digits: list[int] = []
         while code:
@@ -412,7 +419,11 @@ def story_schedule(
     for index, choice in case.insertions:
         _, points = observe(factory, setup, schedule, timeout=options.timeout)
         if index >= len(points) or choice >= len(points[index].choices):
-            raise ValueError(f"seed names insertion {choice} at point {index}, which is not there")
+            raise SeedError(
+                f"the seed names step {choice} inserted at point {index} of story "
+                f"{STORIES[case.story].name}, which this tool's run does not have (a seed "
+                "replays with the tool and the world options it was found with)"
+            )
         point = points[index]
         schedule = insert(schedule, point, point.choices[choice])
     return setup, tuple(schedule)
@@ -946,7 +957,11 @@ def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateRep
         phase_started = time.monotonic()
         try:
             result = run_case(factory, seed, options)
-        except ValueError as exc:
+        except (HarnessError, KeyboardInterrupt):
+            raise
+        except SeedError:
+            raise
+        except Exception as exc:  # a bug of the harness, never a verdict on the SUT
             raise HarnessError(name, seed, exc) from exc
         search.count(kind_of(seed), result)
         if not result.ok:

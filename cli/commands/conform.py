@@ -235,6 +235,7 @@ def command(
         if replay_file is not None:
             report = _replay_file(factory, replay_file, options)
         elif replay is not None:
+            _check_seed(replay)
             report = replay_seed(factory, replay, options)
         else:
             with _Progress() as progress:
@@ -249,6 +250,16 @@ def command(
 
         write_outputs(conform_report(report, shown), html, summary_md)
     sys.exit(0 if report.ok else 1)
+
+
+def _check_seed(seed: int) -> None:
+    """A frontier seed that names no case is a usage error (exit 2), not fencepost's."""
+    from fencepost.harness.seeds import family_of
+
+    try:
+        family_of(seed)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--replay") from None
 
 
 def _given(name: str) -> bool:
@@ -329,7 +340,7 @@ def _late(
         write_late_junit,
         write_late_report_dir,
     )
-    from fencepost.harness.late_search import late_conform, late_replay
+    from fencepost.harness.late_search import SeedError, late_conform, late_replay
     from fencepost.harness.transport import SubprocessSut
 
     shown = shlex.join(command)
@@ -338,7 +349,10 @@ def _late(
         if replay_file is not None:
             report = _late_replay_file(factory, replay_file, options)
         elif replay is not None:
-            report = late_replay(factory, replay, options)
+            try:
+                report = late_replay(factory, replay, options)
+            except SeedError as exc:
+                raise click.BadParameter(str(exc), param_hint="--replay") from None
         else:
             with _Progress() as progress:
                 report = late_conform(factory, options, progress.update)

@@ -87,6 +87,7 @@ def test_a_correct_tool_conforms_and_the_summary_ends_with_the_verdict(tmp_path:
 def test_a_lossy_tool_leads_with_its_lost_rows_and_its_story(tmp_path: Path) -> None:
     saved = tmp_path / "saved.jsonl"
     html = tmp_path / "report.html"
+    folder = tmp_path / "report"
     code, out, _ = conform(
         "--world",
         "late-commits",
@@ -98,10 +99,20 @@ def test_a_lossy_tool_leads_with_its_lost_rows_and_its_story(tmp_path: Path) -> 
         str(saved),
         "--html",
         str(html),
+        "--report",
+        str(folder),
         "--",
         *tool("through-max"),
     )
     assert code == 1
+    written = sorted(p.name for p in folder.iterdir())
+    assert written == [
+        "finding-1-no_lost_rows-bad.jsonl",
+        "finding-1-no_lost_rows-transcript.jsonl",
+        "finding-1-no_lost_rows.txt",
+        "summary.json",
+        "summary.txt",
+    ]
     lines = out.strip().splitlines()
     assert lines[1] == (
         "  rows: 1 row(s) lost (r24), 0 duplicated, 0 re-read(s) absorbed by merge in the "
@@ -169,3 +180,18 @@ def test_a_tool_that_is_no_sync_tool_is_told_so() -> None:
     )
     assert code == 1
     assert "the late-commit world tests only level sync" in out
+
+
+@pytest.mark.parametrize(
+    ("world", "seed", "words"),
+    [
+        ([], "-31", "no such base"),
+        (["--world", "late-commits"], "-31", "there are 7 stories"),
+        (["--world", "late-commits"], str(-(1 + 32 * (1024 * 900 + 6))), "does not have"),
+    ],
+)
+def test_a_seed_that_names_no_case_is_a_usage_error(
+    world: list[str], seed: str, words: str
+) -> None:
+    code, _, err = conform(*world, "--replay", seed, "--", *tool("correct"))
+    assert code == 2 and "--replay" in err and words in err
