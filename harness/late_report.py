@@ -241,9 +241,12 @@ def render_late_summary(report: LateReport, command: str) -> str:
             f"  {mark:>4}  {phase.name}: {phase.runs} run(s), {phase.messages} messages, "
             f"{phase.seconds:.1f}s"
         )
+    probes = report.runs - t.runs
     out.append(
-        f"  total: {report.runs} run(s), {t.syncs} syncs, {report.messages} messages in "
-        f"{report.seconds:.1f}s ({rate:,.0f} messages/s)"
+        f"  total: {t.runs} run(s) in the world"
+        + (f" and {probes} of error-handling probes" if probes > 0 else "")
+        + f", {t.syncs} syncs, {report.messages} messages in {report.seconds:.1f}s "
+        f"({rate:,.0f} messages/s)"
     )
     if report.problem:
         out.append(f"  problem: {report.problem}")

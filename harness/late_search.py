@@ -347,8 +347,9 @@ def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction
 
     The clock moves on only where the next event changes what the pending call
     reads: before a page of a partition where a row commits (or the partition
-    appears) at the next event, before ``list_partitions`` when a partition
-    appears next, and before a sync starts. Moving it anywhere else gives the
+    appears) at the next event (before every page when the source certifies a
+    horizon, which moves with the clock), before ``list_partitions`` when a
+    partition appears next, and before a sync starts. Moving it anywhere else gives the
     tool the same answers as moving it right before the next such call, which
     is a point of its own. Every commit may lose its response (applied or not)
     or see the tool crash; the first page of each sync may lose its response
@@ -362,9 +363,12 @@ def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction
         assert run.pending is not None
         payload = run.pending.payload
         partition = getattr(payload, "partition", None)
-        if upcoming is not None and any(
-            r.partition == partition and world.setup.visible_from(r) == upcoming
-            for r in world.setup.rows
+        if upcoming is not None and (
+            world.setup.horizon  # every page's horizon moves with the clock
+            or any(
+                r.partition == partition and world.setup.visible_from(r) == upcoming
+                for r in world.setup.rows
+            )
         ):
             out.append(Tick())
         current = run.current

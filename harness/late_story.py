@@ -181,7 +181,9 @@ def explain(result: LateResult, row_id: str) -> LostStory:
             )
             lines.append(f"{row.id} was sent in {fates}")
     lines.append(f"{row.id} is never read: the destination holds no copy")
-    headline = opening.split(" (the declared")[0]
+    headline = opening.replace(
+        f" (the declared bound D is {span_text(setup, setup.max_commit_delay)})", ""
+    )
     if cause == "read-not-written":
         return LostStory(
             row,
@@ -309,18 +311,17 @@ def _between(setup: LateSetup, row: RowSpec, relations: list[tuple[Chain, str, s
             f"{bound_text(setup, head.lower, head.upper)}"
         )
 
-    earlier = [
-        (c, words)
-        for c, kind, words in relations
-        if kind in ("passed-early", "stopped", "above", "passed", "returned")
-    ]
-    later = [(c, words) for c, kind, words in relations if kind == "below"]
-    if earlier and later:
-        (a, why_a), (b, why_b) = earlier[-1], later[0]
-        return f"{row.id} fell between {name(a)} ({why_a}) and {name(b)} ({why_b})"
+    missed = ("passed-early", "stopped", "above", "passed", "returned")
+    before: tuple[Chain, str] | None = None
+    for chain, kind, words in relations:
+        if kind in missed:
+            before = (chain, words)
+        elif kind == "below" and before is not None:
+            a, why_a = before
+            return f"{row.id} fell between {name(a)} ({why_a}) and {name(chain)} ({words})"
+    later = [c for c, kind, _ in relations if kind == "below"]
     if later:
-        b, why_b = later[0]
-        return f"{row.id} lies below every query that could have read it, from {name(b)} on"
+        return f"{row.id} lies below every query that could have read it, from {name(later[0])} on"
     a, why_a = relations[-1][0], relations[-1][2]
     return f"{row.id} was missed by {name(a)} ({why_a})"
 
