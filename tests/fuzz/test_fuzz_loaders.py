@@ -263,6 +263,7 @@ SUT_TYPES = [
     "ingest_ok",
     "compare_ok",
     "merge_ok",
+    "sync_ok",
     "error",
     "reset_ok",
 ]
@@ -301,6 +302,13 @@ FIELDS = [
     "expected_revision",
     "op_id",
     "token",
+    "records",
+    "mode",
+    "lower",
+    "upper",
+    "after",
+    "coverage",
+    "delivery",
 ]
 
 

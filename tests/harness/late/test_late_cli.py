@@ -195,3 +195,55 @@ def test_a_seed_that_names_no_case_is_a_usage_error(
 ) -> None:
     code, _, err = conform(*world, "--replay", seed, "--", *tool("correct"))
     assert code == 2 and "--replay" in err and words in err
+
+
+ROW = {"id": "r1", "partition": "main", "at": 1704110401000, "commit": 1704110402000}
+GOOD_SETUP: dict[str, object] = {
+    "cursor_type": "timestamp",
+    "max_commit_delay": 10000,
+    "horizon": False,
+    "partitioned": False,
+    "page_size": 2,
+    "origin": 1704110400000,
+    "stream": "orders",
+    "cursor": "updated_at",
+    "partitions": [{"name": "main", "appears": 1704110400000}],
+    "rows": [ROW],
+}
+
+
+def header(**changes: object) -> str:
+    base: dict[str, object] = {
+        "fencepost_regression": 1,
+        "world": "late-commits",
+        "verdict": "bad",
+        "rule": "no_lost_rows",
+        "seed": None,
+        "setup": GOOD_SETUP,
+    }
+    return json.dumps({**base, **changes})
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (header(setup={**GOOD_SETUP, "rows": [{**ROW, "commit": 1704110412000}]}), "bound D"),
+        (header(setup={**GOOD_SETUP, "page_size": 0}), "page_size"),
+        (header(setup={**GOOD_SETUP, "colour": 1}), "colour"),
+        (header(seed="x"), "seed"),
+        (header() + '\n{"step": 1, "action": {"do": "dance"}}', ":2: line 2.action.do"),
+        (header() + '\n{"step": 1, "action": {"do": "tick_to", "time": 1.5}}', "time"),
+        (header() + "\n" + "[" * 100000, ":2: nested too deeply"),
+        ("", "empty"),
+        ("\xff", ""),
+    ],
+)
+def test_a_bad_regression_file_is_refused_with_its_line(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text, encoding="latin-1" if text == "\xff" else "utf-8")
+    code, _, err = conform(
+        "--world", "late-commits", "--replay-file", str(path), "--", *tool("correct")
+    )
+    assert code == 2 and "--replay-file" in err and words in err
