@@ -30,7 +30,9 @@ bound D; the world's visibility is a function of its clock
 (``tests/harness/late/test_faithful.py`` checks both on generated, inserted and
 shrunk runs).
 
-Cost: one run per case (story runs observe their insertion points as they go);
+The stories, the random worlds and the options live in
+:mod:`fencepost.harness.late_stories`. Cost: one run per case (story runs
+observe their insertion points as they go);
 shrinking at most ``shrink_runs`` runs per new finding.
 """
 
@@ -45,21 +47,16 @@ from dataclasses import dataclass
 from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet
 from fencepost.harness.late_power import PowerTable, caught
 from fencepost.harness.late_runner import LateResult, LateRun, run_late
+from fencepost.harness.late_stories import DEFAULT_OPTIONS, STORIES, LateOptions, random_setup
 from fencepost.harness.late_story import LostStory, explain, failure_key
 from fencepost.harness.late_world import (
-    MAIN,
-    TIMESTAMP_ORIGIN,
     Answer,
     Crash,
-    Finish,
     LateAction,
     LateSetup,
-    PartitionSpec,
-    RowSpec,
     Sync,
     Tick,
     TickTo,
-    Upto,
 )
 from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import SYNC_LEVEL, HelloOk
@@ -68,7 +65,6 @@ from fencepost.harness.rules import HarnessError, Rule, SutFailure, Violation
 from fencepost.harness.session import LineSession
 from fencepost.harness.shrink import ddmin
 from fencepost.harness.transport import SutFactory
-from fencepost.harness.worlds import CURSORS, DEFAULT_MAX_COMMIT_DELAY, WIRE_UNITS
 from fencepost.inputs.jsonlines import encode
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
@@ -77,198 +73,6 @@ Progress = Callable[[str, int, int | None], None]
 
 def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
-
-
-@dataclass(frozen=True)
-class LateOptions:
-    """The world and the budget of one late-commit run (``fencepost conform`` options)."""
-
-    cursor: str = "timestamp"
-    #: The bound D in the cursor's units (seconds for timestamps).
-    max_commit_delay: int = DEFAULT_MAX_COMMIT_DELAY
-    horizon: bool = False
-    seed: int = 0
-    schedules: int = 10
-    timeout: float = 10.0
-    depth: int = 1
-    shrink_runs: int = 120
-    shrink_seconds: float = 60.0
-    fail_fast: bool = False
-    reuse: bool = True
-
-    @property
-    def wire_delay(self) -> int:
-        """D on the wire (milliseconds for timestamps)."""
-        return self.max_commit_delay * WIRE_UNITS[self.cursor]
-
-    @property
-    def origin(self) -> int:
-        return TIMESTAMP_ORIGIN if self.cursor == "timestamp" else 0
-
-    def flags(self) -> str:
-        """The options that name this world on the command line (for replay hints)."""
-        out = ["--world late-commits"]
-        if self.cursor != "timestamp":
-            out.append(f"--cursor {self.cursor}")
-        if self.max_commit_delay != DEFAULT_MAX_COMMIT_DELAY:
-            out.append(f"--max-commit-delay {self.max_commit_delay}")
-        if self.horizon:
-            out.append("--horizon")
-        return " ".join(out)
-
-
-# --- the scripted stories ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Story:
-    """A scripted base: a small world and a schedule, in story seconds (D is 10 of them).
-
-    Times scale with the declared D (a story second is D/10), so every story
-    keeps its shape, and its bound, under any ``--max-commit-delay``.
-    """
-
-    name: str
-    says: str
-    rows: tuple[tuple[str, str, float, float], ...]
-    schedule: tuple[LateAction | float, ...]
-    page_size: int = 2
-    partitions: tuple[tuple[str, float], ...] = ((MAIN, 0.0),)
-
-    def build(self, options: LateOptions) -> tuple[LateSetup, tuple[LateAction, ...]]:
-        """The story's world and schedule under ``options`` (a float in the schedule is a
-        :class:`TickTo` of that story time)."""
-        unit = options.wire_delay / 10
-        origin = options.origin
-        d = options.wire_delay
-
-        def at(x: float) -> int:
-            return origin + round(x * unit)
-
-        rows = []
-        for row_id, partition, value, commit in self.rows:
-            a = at(value)
-            rows.append(RowSpec(row_id, partition, a, min(max(at(commit), a), a + d)))
-        partitioned = self.partitions != ((MAIN, 0.0),)
-        setup = LateSetup(
-            cursor_type=options.cursor,
-            max_commit_delay=d,
-            horizon=options.horizon,
-            partitioned=partitioned,
-            page_size=self.page_size,
-            partitions=tuple(PartitionSpec(n, at(t)) for n, t in self.partitions),
-            rows=tuple(rows),
-            origin=origin,
-        )
-        schedule = tuple(TickTo(at(s)) if isinstance(s, float) else s for s in self.schedule)
-        return setup, schedule
-
-
-#: The scripted stories, in the order they run: the one home of this set.
-STORIES: tuple[Story, ...] = (
-    Story(
-        "late-behind-greatest",
-        "a row commits late behind the greatest value a sync read",
-        (
-            ("r05", MAIN, 5.0, 5.5),
-            ("r12", MAIN, 12.25, 13.0),
-            ("r24", MAIN, 24.412, 32.0),
-            ("r30", MAIN, 30.0, 30.2),
-            ("r31", MAIN, 31.5, 31.6),
-        ),
-        (30.5, Sync(), Finish(), 45.0, Sync(), Finish()),
-    ),
-    Story(
-        "shared-value-page",
-        "several rows share one cursor value, split across a page; one more commits late",
-        (
-            ("r10a", MAIN, 10.0, 10.2),
-            ("r10b", MAIN, 10.0, 10.2),
-            ("r10c", MAIN, 10.0, 10.2),
-            ("r11", MAIN, 11.3, 11.5),
-            ("r24a", MAIN, 24.0, 24.1),
-            ("r24b", MAIN, 24.0, 26.0),
-            ("r35", MAIN, 35.0, 35.2),
-        ),
-        (25.0, Sync(), Finish(), 40.0, Sync(), Finish()),
-    ),
-    Story(
-        "between-seconds",
-        "rows stored between two whole seconds at the end of a sync's range",
-        (
-            ("r03", MAIN, 3.0, 3.1),
-            ("r14", MAIN, 14.6, 15.2),
-            ("r19", MAIN, 19.999, 20.5),
-            ("r25", MAIN, 25.0, 25.1),
-            ("r29", MAIN, 29.45, 31.0),
-        ),
-        (25.3, Sync(), Finish(), 40.7, Sync(), Finish()),
-    ),
-    Story(
-        "partition-appears",
-        "a partition appears mid-run holding rows older than anything read elsewhere",
-        (
-            ("r05", MAIN, 5.0, 5.1),
-            ("r15", MAIN, 15.5, 16.0),
-            ("r25", MAIN, 25.0, 25.2),
-            ("r38", MAIN, 38.0, 38.5),
-            ("e02", "eu", 2.5, 3.0),
-            ("e08", "eu", 8.0, 9.0),
-        ),
-        (26.0, Sync(), Finish(), 30.0, Sync(), Finish(), 45.0, Sync(), Finish()),
-        partitions=((MAIN, 0.0), ("eu", 28.0)),
-    ),
-    Story(
-        "crash-between-commits",
-        "the tool crashes between its first and its second commit of a sync",
-        (
-            ("r02", MAIN, 2.0, 2.2),
-            ("r07", MAIN, 7.5, 7.7),
-            ("r13", MAIN, 13.0, 13.1),
-            ("r26", MAIN, 26.0, 26.3),
-        ),
-        (27.0, Sync(), Upto("commit", 2), Crash(), 30.0, Sync(), Finish()),
-    ),
-    Story(
-        "lost-commit",
-        "a commit's response is lost, once applied and once not",
-        (
-            ("r04", MAIN, 4.0, 4.3),
-            ("r09", MAIN, 9.2, 9.9),
-            ("r18", MAIN, 18.0, 18.4),
-            ("r27", MAIN, 27.1, 27.3),
-        ),
-        (
-            28.0,
-            Sync(),
-            Upto("commit", 1),
-            Answer("applied_lost"),
-            Finish(),
-            31.0,
-            Sync(),
-            Upto("commit", 1),
-            Answer("lost"),
-            Finish(),
-            45.0,
-            Sync(),
-            Finish(),
-        ),
-    ),
-    Story(
-        "behind-a-page",
-        "a row commits late behind a page already read, while the sync goes on to newer rows",
-        (
-            ("r10", MAIN, 10.0, 10.1),
-            ("r15", MAIN, 15.7, 21.0),
-            ("r16", MAIN, 16.0, 16.2),
-            ("r18", MAIN, 18.0, 18.3),
-            ("r27", MAIN, 27.0, 27.1),
-        ),
-        (20.0, Sync(), Upto("query", 2), 28.0, Finish(), 40.0, Sync(), Finish()),
-    ),
-)
-
-STORY_NAMES: tuple[str, ...] = tuple(s.name for s in STORIES)
 
 
 # --- seeds ---------------------------------------------------------------------------------
@@ -468,57 +272,6 @@ def exhaustive(
                     )
                 )
         stack.extend(reversed(children))
-
-
-# --- random worlds ---------------------------------------------------------------------------
-
-_PARTITION_NAMES = (MAIN, "eu", "apac")
-
-
-def random_setup(rng: random.Random, options: LateOptions) -> LateSetup:
-    """A random world within the declared bound (see the module docstring)."""
-    d = options.wire_delay
-    g = CURSORS[options.cursor]
-    origin = options.origin
-    span = max(rng.choice((3, 4, 6)) * d, 8 * g)
-    count = rng.choice((1, 1, 2, 3))
-    partitioned = count > 1 or rng.random() < 0.3
-    names = _PARTITION_NAMES[:count] if partitioned else (MAIN,)
-    appears = {names[0]: origin}
-    for name in names[1:]:
-        later = origin + round(rng.uniform(0.3, 0.9) * span)
-        appears[name] = origin if rng.random() < 0.4 else later
-    rows: list[RowSpec] = []
-    for n in range(rng.randint(4, 10)):
-        partition = rng.choice(names)
-        start = appears[partition]
-        if start > origin and rng.random() < 0.6:
-            at = origin + rng.randint(0, max(0, start - origin - d))
-        else:
-            at = origin + rng.randint(0, span)
-        same = [r for r in rows if r.partition == partition]
-        if same and rng.random() < 0.25:
-            at = rng.choice(same).at
-        elif rng.random() < 0.35:
-            at -= (at - origin) % g
-        luck = rng.random()
-        if luck < 0.4:
-            delay = rng.randint(0, max(0, min(d, g // 4)))
-        elif luck < 0.7:
-            delay = rng.randint(0, d // 2)
-        else:
-            delay = rng.randint(d // 2, d)
-        rows.append(RowSpec(f"r{n + 1}", partition, at, at + delay))
-    return LateSetup(
-        cursor_type=options.cursor,
-        max_commit_delay=d,
-        horizon=options.horizon,
-        partitioned=partitioned,
-        page_size=rng.randint(1, 3),
-        partitions=tuple(PartitionSpec(n, appears[n]) for n in names),
-        rows=tuple(rows),
-        origin=origin,
-    )
 
 
 #: Lost responses per sync and crashes per run in a random schedule.
@@ -863,7 +616,7 @@ def run_sync_probes(
 
 
 def late_conform(
-    factory: SutFactory, options: LateOptions = LateOptions(), progress: Progress = _quiet
+    factory: SutFactory, options: LateOptions = DEFAULT_OPTIONS, progress: Progress = _quiet
 ) -> LateReport:
     """Test the sync tool ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
@@ -995,6 +748,7 @@ __all__ = [
     "LateReport",
     "late_conform",
     "late_replay",
+    "random_setup",
     "run_case",
     "shrink_late",
 ]
