@@ -72,8 +72,10 @@ every ``ConcurrentDeclarativeSource.__init__``, about 0.1 s) is parsed once
 per process and shared; everything else (the source, its streams, cursors and
 state manager) is built fresh for each sync, so nothing leaks between syncs
 and :meth:`AirbyteTool.reset` has nothing to forget but the partitions seen.
-A sync then costs about 10 ms of building plus one loopback HTTP request per
-page. ``benchmarks/airbyte_adapter.py`` measures it.
+A sync then costs about 7 ms, plus about 5 ms per page (one loopback request
+through airbyte's retriever, and the page's records); start-up (importing
+airbyte-cdk, about 3 s) is paid once. ``benchmarks/airbyte_adapter.py``
+measures it; docs/real-tools.md has the findings.
 """
 
 from __future__ import annotations
@@ -426,6 +428,22 @@ class _ApiServer(ThreadingHTTPServer):
         self.api = api
 
 
+def partition_id(name: str) -> str:
+    """A partition as the API names it in ``/partitions`` and ``partition=``: ``p:NAME``.
+
+    airbyte ``ast.literal_eval`` s every interpolated value (``JinjaInterpolation``),
+    so a partition called ``1_000`` or ``None`` would reach the request as ``1000``
+    or not at all; the prefix keeps every name a string.
+    """
+    return "p:" + name
+
+
+def partition_name(text: str) -> str:
+    if not text.startswith("p:"):
+        raise ApiError(f"partition={text!r}: not a partition id this API issued (p:NAME)")
+    return text[2:]
+
+
 def _token_out(token: str | None) -> str | None:
     # airbyte evaluates "{{ response.next }}" and literal_evals the result: keep it a plain word
     return None if token is None else "t" + base64.urlsafe_b64encode(token.encode()).decode()
@@ -433,9 +451,11 @@ def _token_out(token: str | None) -> str | None:
 
 def _token_in(text: str) -> str:
     try:
-        return base64.urlsafe_b64decode(text[1:].encode()).decode()
+        if text.startswith("t"):
+            return base64.urlsafe_b64decode(text[1:].encode()).decode()
     except (binascii.Error, UnicodeDecodeError):
-        raise ApiError(f"after={text!r}: not a token this API issued") from None
+        pass
+    raise ApiError(f"after={text!r}: not a token this API issued")
 
 
 class Api:
@@ -490,7 +510,7 @@ class Api:
         try:
             if url.path == "/partitions":
                 self.partitions = self._client.list_partitions()
-                return 200, {"data": [{"name": p} for p in self.partitions]}
+                return 200, {"data": [{"name": p, "id": partition_id(p)} for p in self.partitions]}
             if url.path == "/rows":
                 return 200, self._rows(self._client, self._source, params)
             return 404, {"error": f"no such endpoint {url.path}"}
@@ -513,7 +533,7 @@ class Api:
                     raise ApiError(f"two {side} bounds")
                 at = parse_api_bound(params[name], name, source.granularity)
                 bounds[side] = QueryBound(at, inclusive)
-        partition = params.get("partition", "main")
+        partition = partition_name(params.get("partition", partition_id("main")))
         after = _token_in(params["after"]) if "after" in params else None
         page: Page = client.query(partition, bounds.get("lower"), bounds.get("upper"), after)
         return {
@@ -712,7 +732,9 @@ def manifest(config: AirbyteConfig, source: Source, url: str) -> dict[str, Any]:
             "url": f"{url}/rows",
             "http_method": "GET",
             "request_parameters": {
-                "partition": "{{ stream_partition.partition_id }}" if source.partitioned else "main"
+                "partition": "{{ stream_partition.partition_id }}"
+                if source.partitioned
+                else partition_id("main")
             },
         },
         "record_selector": selector,
@@ -735,7 +757,7 @@ def manifest(config: AirbyteConfig, source: Source, url: str) -> dict[str, Any]:
             "type": "DeclarativeStream",
             "name": "partitions",
             "primary_key": ["name"],
-            "schema_loader": _schema({"name": {"type": "string"}}),
+            "schema_loader": _schema({"name": {"type": "string"}, "id": {"type": "string"}}),
             "retriever": {
                 "type": "SimpleRetriever",
                 "requester": {
@@ -752,7 +774,7 @@ def manifest(config: AirbyteConfig, source: Source, url: str) -> dict[str, Any]:
             "parent_stream_configs": [
                 {
                     "type": "ParentStreamConfig",
-                    "parent_key": "name",
+                    "parent_key": "id",
                     "partition_field": "partition_id",
                     "stream": parent,
                 }
@@ -904,7 +926,7 @@ def coverage(
         return claims or None
     for entry in blob.get("states", []):
         try:
-            name = entry["partition"]["partition_id"]
+            name = partition_name(entry["partition"]["partition_id"])
             one = claim(entry["cursor"].get(source.cursor))
         except (KeyError, TypeError, AttributeError):
             continue

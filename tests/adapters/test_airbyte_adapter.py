@@ -2,7 +2,7 @@
 
 Every story runs the real CDK (``ConcurrentDeclarativeSource`` over the
 adapter's loopback API) against ``fake_source.FakeWorld``; the stories are the
-ones docs/real-tools-airbyte.md tells, with the calls airbyte made. Each
+ones docs/real-tools.md tells (airbyte section), with the calls airbyte made. Each
 finding has a neighbour that does not lose the row, so the assertion can fail.
 """
 
@@ -334,6 +334,35 @@ def test_a_partition_present_from_the_start_loses_nothing(make: Make) -> None:
     assert world.lost() == []
 
 
+def test_a_lookback_back_to_start_datetime_is_safe_for_late_partitions(make: Make) -> None:
+    """The only safe partitioned configuration: every sync re-reads from start_datetime."""
+    tool = make({"lookback_window": "P3650D", "destination_sync_mode": "append_dedup"})
+    world = partition_world(b_from_start=False)
+    world.run(tool)
+    world.commit_row("b3")
+    world.commit_row("b31")
+    world.calls.clear()
+    world.now = T0 + 41 * S
+    world.run(tool)
+    assert ("b", at_least(T0), at_most(T0 + 41 * S)) in queries(world)
+    to_completion(world, tool)
+    assert world.lost() == [] and world.duplicated() == []
+
+
+@pytest.mark.parametrize("names", [["1_000", "None", "a&b=c"], ["", "[1, 2]", "p:x"]])
+def test_partition_names_reach_the_source_unchanged(make: Make, names: list[str]) -> None:
+    # airbyte literal_evals interpolated values: 1_000 would become 1000, None nothing
+    tool = make()
+    world = FakeWorld(partitioned=True)
+    for i, name in enumerate(names):
+        world.add(name, f"r{i}", T0 + i * S)
+    world.now = T0 + 30 * S
+    result = world.run(tool)
+    assert [q[0] for q in queries(world)] == names
+    assert result.coverage is not None and sorted(result.coverage) == sorted(names)
+    assert world.lost() == []
+
+
 def test_global_substream_cursor_claims_one_value_for_every_partition(make: Make) -> None:
     tool = make({"global_substream_cursor": True})
     world = partition_world(b_from_start=True)
@@ -389,6 +418,39 @@ def test_state_never_passes_a_slice_that_did_not_finish(make: Make) -> None:
     assert queries(world)[0] == ("main", at_least(T0), at_most(T0 + 9 * S))
     to_completion(world, tool)
     assert world.lost() == ["r9"]  # the granularity gap; r1 and r5 recovered
+
+
+def test_slices_finishing_in_reverse_order_never_move_the_state_past_an_open_one(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What many workers may do: the last slice finishes first. The worker here takes the
+    newest task first (LIFO), so the slices close 20-30, then 10-19, then 0-9."""
+    from fencepost.adapters import airbyte_adapter
+
+    def newest_first(self: Any) -> bool:
+        if not self._tasks:
+            return False
+        fn, args, future = self._tasks.pop()
+        future.set_running_or_notify_cancel()
+        future.set_result(fn(*args))
+        return True
+
+    monkeypatch.setattr(airbyte_adapter._DeferredPool, "run_next", newest_first)
+    tool = make({"cursor_granularity": "PT1S"})
+    world = granularity_world()
+    world.run(tool)
+    assert [q[1] for q in queries(world)] == [
+        at_least(T0 + 20 * S),
+        at_least(T0 + 10 * S),
+        at_least(T0),
+    ]
+    states = [
+        args[2][0]["stream"]["stream_state"]["updated_at"]  # type: ignore[index]
+        for op, args in world.calls
+        if op == "commit" and args[2] is not KEEP_STATE  # type: ignore[index]
+    ]
+    # after 20-30 and after 10-19: still the start, since 0-9 is open; then 12 s
+    assert states == ["1704067200", "1704067200", "1704067212", "1704067212"]
 
 
 def test_a_state_past_the_unfinished_slice_would_lose_its_rows(
