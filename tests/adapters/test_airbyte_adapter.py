@@ -299,9 +299,16 @@ def partition_world(*, b_from_start: bool) -> FakeWorld:
     return world
 
 
-@pytest.mark.parametrize("config", [{}, {"lookback_window": "PT10S"}])
+@pytest.mark.parametrize(
+    ("config", "global_start"),
+    [
+        ({}, T0 + 28 * S),  # a's greatest value
+        ({"lookback_window": "PT10S"}, T0 + 18 * S),  # less the lookback
+        ({"global_substream_cursor": True}, T0 + 28 * S),
+    ],
+)
 def test_a_partition_that_appears_later_starts_from_the_global_cursor(
-    make: Make, config: dict[str, object]
+    make: Make, config: dict[str, object], global_start: int
 ) -> None:
     tool = make(config)
     world = partition_world(b_from_start=False)
@@ -312,7 +319,6 @@ def test_a_partition_that_appears_later_starts_from_the_global_cursor(
     world.commit_row("b31")
     world.now = T0 + 41 * S
     result = world.run(tool)
-    global_start = T0 + 28 * S - (10 * S if config else 0)  # a's greatest value, less lookback
     assert ("b", at_least(global_start), at_most(T0 + 41 * S)) in queries(world)
     # b's own state now claims everything before its greatest value: b3 among it, never copied
     assert result.coverage is not None
