@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fencepost.contracts.encodings import decode
 from fencepost.contracts.facts import (
@@ -16,6 +16,7 @@ from fencepost.contracts.facts import (
     ContractError,
     CoordinateKind,
     CrossOrder,
+    CursorFacts,
     Guarantee,
     MembershipFacts,
     OrderFacts,
@@ -60,6 +61,8 @@ class Contract:
     unconfirmed: tuple[Unconfirmed, ...]
     origin: str
     lines: LineIndex
+    #: What a sync tool reading by the cursor depends on (``[cursor]``; all None if absent).
+    cursor: CursorFacts = field(default_factory=CursorFacts)
 
     # -- places ----------------------------------------------------------
 

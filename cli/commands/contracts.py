@@ -21,6 +21,7 @@ from fencepost.contracts import (
     ContractError,
     Guarantee,
     UnknownContract,
+    every_error,
     load_shipped_contract,
     shipped_contract_names,
 )
@@ -35,7 +36,8 @@ def _load(name: str) -> Contract:
     except UnknownContract as exc:
         raise click.BadParameter(exc.problem, param_hint="'NAME'") from None
     except ContractError as exc:  # a shipped file that does not load is a packaging bug
-        click.echo(f"fencepost contracts: {exc}", err=True)
+        for error in every_error(exc):
+            click.echo(f"fencepost contracts: {error}", err=True)
         sys.exit(2)
 
 

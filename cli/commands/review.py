@@ -14,7 +14,9 @@ import click
 from fencepost.contracts import (
     Contract,
     ContractError,
+    ContractErrors,
     UnknownContract,
+    every_error,
     load_contract,
     load_shipped_contract,
     shipped_contract_names,
@@ -31,14 +33,21 @@ from fencepost.review.report import (
 
 
 def _load_all(paths: tuple[str, ...], providers: tuple[str, ...], every: bool) -> list[Contract]:
+    """Every contract named; the mistakes of every file are reported together (exit 2)."""
     contracts: list[Contract] = []
     names = list(providers)
     if every:
         names += [n for n in shipped_contract_names() if n not in names]
     for name in names:
         contracts.append(load_shipped_contract(name))
+    problems: list[ContractError] = []
     for path in paths:
-        contracts.append(load_contract(path))
+        try:
+            contracts.append(load_contract(path))
+        except ContractError as exc:
+            problems.extend(every_error(exc))
+    if problems:
+        raise problems[0] if len(problems) == 1 else ContractErrors(problems)
     return contracts
 
 
@@ -93,7 +102,8 @@ def command(
     except UnknownContract as exc:
         raise click.BadParameter(exc.problem, param_hint="'--provider'") from None
     except ContractError as exc:
-        click.echo(f"fencepost review: {exc}", err=True)
+        for error in every_error(exc):
+            click.echo(f"fencepost review: {error}", err=True)
         sys.exit(2)
     reports: list[ContractReport] = [review(c) for c in loaded]
     threshold = Severity(fail_on)

@@ -116,3 +116,25 @@ def test_malformed_and_missing_files_exit_2_with_file_and_line(tmp_path: Path) -
     syntax.write_text("[provider]\nname = \n")
     code, _, err = run("review", str(syntax))
     assert code == 2 and f"{syntax}:2: TOML syntax" in err
+
+
+def test_every_mistake_of_every_file_comes_at_once(tmp_path: Path) -> None:
+    text = variant(
+        MINIMAL.read_text(),
+        ('guarantee = "final"', 'guarantee = "finale"'),
+        ('as = "before"', 'as = "thru"'),
+    )
+    first = tmp_path / "first.toml"
+    first.write_text(text)
+    second = tmp_path / "second.toml"
+    second.write_text("[provider]\nname = \n")
+    code, out, err = run("review", str(first), str(second))
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 3, err
+    assert (
+        lines[0].startswith(f"fencepost review: {first}:")
+        and "claims.durable.guarantee" in lines[0]
+    )
+    assert "claims.durable.as" in lines[1]
+    assert lines[2].startswith(f"fencepost review: {second}:2: TOML syntax")
