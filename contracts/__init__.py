@@ -90,6 +90,8 @@ from fencepost.contracts.loader import (
     parse_contract,
     read_contract_file,
     shipped_contract_names,
+    template_names,
+    template_text,
 )
 
 __all__ = [
@@ -149,4 +151,6 @@ __all__ = [
     "read_contract_file",
     "relation",
     "shipped_contract_names",
+    "template_names",
+    "template_text",
 ]

@@ -977,6 +977,32 @@ def load_shipped_contract(name: str) -> Contract:
     return _decode_and_parse(resource.read_bytes(), f"contracts/{name}.toml")
 
 
+def template_names() -> tuple[str, ...]:
+    """The starting points ``fencepost contracts init --template`` writes: the packaged
+    templates (``minimal``), then every shipped contract."""
+    root = importlib.resources.files("fencepost.contracts") / "templates"
+    own = sorted(
+        entry.name[: -len(".toml")]
+        for entry in root.iterdir()
+        if entry.name.endswith(".toml") and entry.is_file()
+    )
+    return (*own, *(n for n in shipped_contract_names() if n not in own))
+
+
+def template_text(name: str) -> str:
+    """The text of template ``name`` (a packaged template or a shipped contract), as shipped.
+
+    Raises :class:`UnknownContract` (with a suggestion) for an unknown name.
+    """
+    names = template_names()
+    if name not in names:
+        raise UnknownContract(name, names)
+    root = importlib.resources.files("fencepost.contracts")
+    template = root / "templates" / f"{name}.toml"
+    resource = template if template.is_file() else root / f"{name}.toml"
+    return resource.read_text(encoding="utf-8")
+
+
 def looks_like_path(name_or_path: str) -> bool:
     """True when the argument names a file rather than a shipped contract."""
     return name_or_path.endswith(".toml") or "/" in name_or_path or "\\" in name_or_path
