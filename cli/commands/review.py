@@ -1,16 +1,23 @@
 """``fencepost review``: review provider contracts and report findings (a CI gate).
 
+``--tool NAME --config JSON`` reviews a sync tool's configuration beside each
+contract (the tool's own keys, the JSON ``fencepost adapter NAME --config`` takes;
+names from ``fencepost.adapters.ADAPTERS``, whose libraries are not imported).
+
 Exit codes: 0 no finding at or above ``--fail-on`` (error by default); 1 some
-finding is; 2 a usage error or a contract file that is missing, unreadable or
-malformed (the message names the file and line).
+finding is; 2 a usage error, a contract file that is missing, unreadable or
+malformed (the message names the file and line), or a tool configuration with an
+unknown key or a bad value (the message names the key).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
 
+from fencepost.adapters import ADAPTERS
 from fencepost.contracts import (
     Contract,
     ContractError,
@@ -30,6 +37,7 @@ from fencepost.review.report import (
     render_text,
     review,
 )
+from fencepost.review.tools import TOOLS, ToolConfigError, plan
 
 
 def _load_all(paths: tuple[str, ...], providers: tuple[str, ...], every: bool) -> list[Contract]:
@@ -49,6 +57,30 @@ def _load_all(paths: tuple[str, ...], providers: tuple[str, ...], every: bool) -
     if problems:
         raise problems[0] if len(problems) == 1 else ContractErrors(problems)
     return contracts
+
+
+def _config(tool: str | None, text: str | None) -> dict[str, object]:
+    """The --config JSON object; a usage error (exit 2) names what is wrong."""
+    if text is None:
+        return {}
+    if tool is None:
+        raise click.UsageError("--config is a tool's configuration: name the tool with --tool")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(
+            f"not JSON ({exc.msg} at column {exc.colno}); write e.g. '{{\"lag\": 10}}'",
+            param_hint="'--config'",
+        ) from None
+    if not isinstance(value, dict):
+        raise click.BadParameter(
+            f"a JSON object of {tool}'s keys is required, got {type(value).__name__}",
+            param_hint="'--config'",
+        )
+    return value
+
+
+assert set(TOOLS) == set(ADAPTERS), "every adapter needs a review model (fencepost.review.tools)"
 
 
 @click.command(name="review")
@@ -71,6 +103,20 @@ def _load_all(paths: tuple[str, ...], providers: tuple[str, ...], every: bool) -
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option(
+    "--tool",
+    type=click.Choice(sorted(ADAPTERS)),
+    default=None,
+    help="Review this sync tool's configuration beside each contract.",
+)
+@click.option(
+    "--config",
+    "config_text",
+    default=None,
+    metavar="JSON",
+    help="The tool's configuration, under its own keys (as `fencepost adapter NAME --config`); "
+    "default {} (the tool's defaults).",
+)
+@click.option(
     "--fail-on",
     type=click.Choice([s.value for s in Severity]),
     default="error",
@@ -83,6 +129,8 @@ def command(
     every: bool,
     fmt: str,
     as_json: bool,
+    tool: str | None,
+    config_text: str | None,
     fail_on: str,
 ) -> None:
     """Review provider CONTRACT files (TOML) and report findings.
@@ -105,7 +153,17 @@ def command(
         for error in every_error(exc):
             click.echo(f"fencepost review: {error}", err=True)
         sys.exit(2)
-    reports: list[ContractReport] = [review(c) for c in loaded]
+    config = _config(tool, config_text)
+    reports: list[ContractReport] = []
+    for contract in loaded:
+        if tool is None:
+            reports.append(review(contract))
+            continue
+        try:
+            reports.append(review(contract, plan(tool, config, contract)))
+        except ToolConfigError as exc:
+            click.echo(f"fencepost review: {contract.origin}: {exc}", err=True)
+            sys.exit(2)
     threshold = Severity(fail_on)
     if as_json or fmt == "json":
         click.echo(render_json(reports, threshold), nl=False)
