@@ -1,6 +1,6 @@
 """Every rule has teeth: one broken variant of a clean contract per rule, and nothing else.
 
-Each case edits ``minimal-ok.toml`` (which has no findings) and states, by hand,
+Each case edits the ``minimal`` template (which has no findings) and states, by hand,
 the exact findings the edit must cause. Errors about truth must carry a witness
 that verifies independently of Z3.
 """

@@ -132,7 +132,8 @@ def test_an_exclusive_start_exactly_at_the_delay_loses_the_row_at_it() -> None:
 
 def test_a_read_without_an_upper_bound_outlasts_its_lag() -> None:
     """dlt's lag 10 with merge is safe on a snapshot read, not on pages read live: the run
-    reads a row newer than its start (docs/real-tools-dlt: the clock moves during a sync)."""
+    reads a row newer than its start (the dlt adapter finds the same when the source's clock
+    moves during a sync)."""
     assert errors(REST, "dlt", SAFE_SQL) == ["tool-read-outlasts-lag"]
     assert errors(REST, "dlt", SAFE_REST) == []
     assert errors(SQL, "dlt", SAFE_SQL) == []
