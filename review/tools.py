@@ -287,8 +287,12 @@ def _dlt(config: Mapping[str, object], units: _Units) -> SyncPlan:
     _choice(tool, config, "last_value_func", ("max",))
     disposition = _choice(tool, config, "write_disposition", ("append", "merge"))
     key = config.get("primary_key", "id")
+    if key == ["id"]:
+        key = "id"
     if key not in ("id", None) and key != []:
-        raise ToolConfigError(tool, "primary_key", f'"id", null or [] is required, got {key!r}')
+        raise ToolConfigError(
+            tool, "primary_key", f'"id" (or ["id"]), null or [] is required, got {key!r}'
+        )
     resources = _choice(tool, config, "resources", ("per_partition", "single"))
     upper = _choice(tool, config, "upper_bound", (None, "now"))
     per_partition = resources == "per_partition"

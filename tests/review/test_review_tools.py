@@ -69,7 +69,7 @@ def test_the_review_takes_exactly_the_adapters_keys(tool: str) -> None:
         ("dlt", {"end_value": 5}, "end_value", "stateless"),
         ("dlt", {"lag": -1}, "lag", "a number >= 0"),
         ("dlt", {"write_disposition": "replace"}, "write_disposition", '"append", "merge"'),
-        ("dlt", {"primary_key": "pk"}, "primary_key", '"id", null or []'),
+        ("dlt", {"primary_key": "pk"}, "primary_key", 'null or []'),
         ("singer", {"replication_method": "LOG_BASED"}, "replication_method", "FULL_TABLE"),
         ("singer", {"load_method": "overwrite"}, "load_method", "upsert"),
         ("singer", {"batch_size_rows": 0}, "batch_size_rows", ">= 1"),
@@ -104,6 +104,7 @@ def test_dlt_settings() -> None:
     assert plan("dlt", {"lag": 2.5}, REST).lag == 2_500_000_000
     assert plan("dlt", {"lag": 10}, KAFKA).lag == 10  # cursor units on an integer order
     assert plan("dlt", {"write_disposition": "merge", "primary_key": None}, REST).mode == "append"
+    assert plan("dlt", {"write_disposition": "merge", "primary_key": ["id"]}, REST).mode == "merge"
     single = plan("dlt", {"resources": "single"}, REST)
     assert single.state == "global" and single.new_partition_start == "global"
     assert not plan("dlt", {"range_start": "open"}, REST).lower_inclusive
