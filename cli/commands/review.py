@@ -137,8 +137,15 @@ def command(
 
     Each finding has a severity (error, warning, note), a stable rule id and an
     explanation; findings about truth carry a Z3 witness: events that make the
-    derived claim false. Exit 1 when a finding reaches --fail-on, 2 for usage
-    errors and malformed contract files.
+    derived claim false. Each report ends with the declarations its verdict
+    rests on, and what breaks if each is false. Exit 1 when a finding reaches
+    --fail-on, 2 for usage errors, malformed contract files and tool
+    configurations with an unknown key or a bad value.
+
+    With --tool dlt|singer|airbyte (and --config JSON, the tool's own keys), the
+    review says where that configuration loses rows on each contract's source
+    (late commits, stored precision, partitions that appear later), with a
+    witness in rows and commit times, and what a safe one costs.
     """
     if not contracts and not providers and not every:
         raise click.UsageError(
