@@ -863,14 +863,26 @@ def _key(f: Finding) -> tuple[str, str, str]:
 
 
 def _analysis(ctx: _Context) -> tuple[Reliance, ...]:
-    """The declarations the verdict rests on, each with what breaks if it is false."""
+    """The declarations the verdict rests on, each with what breaks if it is false.
+
+    With ``ctx.cache["unsupported only"]`` set, only the declarations without evidence are
+    negated (all :func:`review_contract` needs for its findings); otherwise every one is.
+    """
     cached = ctx.cache.get("reliances")
     if isinstance(cached, tuple):
         return cached
+    wanted = [
+        d
+        for d in declarations(ctx.contract)
+        if not (ctx.cache.get("unsupported only") and d.evidence.supported)
+    ]
+    if not wanted:
+        ctx.cache["reliances"], ctx.cache["breaking"] = (), {}
+        return ()
     base = {_key(f) for f in _findings(ctx.contract, ctx.plan, counterfactual=True)}
     out: list[Reliance] = []
     found: dict[tuple[str, str, str], Finding] = {}
-    for decl in declarations(ctx.contract):
+    for decl in wanted:
         negated = _findings(decl.negated, ctx.plan, counterfactual=True)
         breaks = sorted(
             (
@@ -1286,13 +1298,19 @@ def _run(ctx: _Context) -> list[Finding]:
     return findings
 
 
-def review_full(contract: Contract, plan: SyncPlan | None = None) -> Review:
+def review_full(
+    contract: Contract, plan: SyncPlan | None = None, *, rests_on: bool = True
+) -> Review:
     """Every finding for ``contract`` (beside ``plan``'s tool, if given) and what it rests on.
 
     Costs one review per declaration on top of the review itself: each declaration is
-    negated and the rules run again, to say what breaks if it is false.
+    negated and the rules run again, to say what breaks if it is false. With
+    ``rests_on=False`` only the declarations without evidence are negated (the findings
+    are the same; ``Review.rests_on`` then lists only those).
     """
     ctx = _context(contract, plan, counterfactual=False)
+    if not rests_on:
+        ctx.cache["unsupported only"] = True
     findings = _run(ctx)
     unsupported = [f.where for f in findings if f.rule == "declaration-unsupported"]
     findings = [
@@ -1308,4 +1326,4 @@ def review_full(contract: Contract, plan: SyncPlan | None = None) -> Review:
 
 def review_contract(contract: Contract, plan: SyncPlan | None = None) -> tuple[Finding, ...]:
     """Every finding of every rule for ``contract`` (beside a tool's plan), most severe first."""
-    return review_full(contract, plan).findings
+    return review_full(contract, plan, rests_on=False).findings

@@ -87,3 +87,15 @@ def test_what_the_shipped_verdicts_rest_on() -> None:
 def test_no_shipped_fact_is_uncited(name: str) -> None:
     findings = review_contract(load_contract(name))
     assert not [f for f in findings if f.rule == "uncited-fact"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_cheap_review_finds_what_the_full_one_does(name: str) -> None:
+    """review_contract negates only the declarations without evidence; the findings must be
+    those of the full review, which negates every one to list what the verdict rests on."""
+    contract = load_contract(name)
+    full = review_full(contract)
+    assert review_contract(contract) == full.findings
+    unsupported = review_full(contract, rests_on=False).rests_on
+    assert {r.where for r in unsupported} <= {r.where for r in full.rests_on}
+    assert all(not r.evidence.supported for r in unsupported)

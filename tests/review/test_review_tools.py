@@ -69,7 +69,7 @@ def test_the_review_takes_exactly_the_adapters_keys(tool: str) -> None:
         ("dlt", {"end_value": 5}, "end_value", "stateless"),
         ("dlt", {"lag": -1}, "lag", "a number >= 0"),
         ("dlt", {"write_disposition": "replace"}, "write_disposition", '"append", "merge"'),
-        ("dlt", {"primary_key": "pk"}, "primary_key", 'null or []'),
+        ("dlt", {"primary_key": "pk"}, "primary_key", "null or []"),
         ("singer", {"replication_method": "LOG_BASED"}, "replication_method", "FULL_TABLE"),
         ("singer", {"load_method": "overwrite"}, "load_method", "upsert"),
         ("singer", {"batch_size_rows": 0}, "batch_size_rows", ">= 1"),
