@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fencepost.contracts.encodings import decode
 from fencepost.contracts.facts import (
@@ -16,6 +16,8 @@ from fencepost.contracts.facts import (
     ContractError,
     CoordinateKind,
     CrossOrder,
+    CursorFacts,
+    Evidence,
     Guarantee,
     MembershipFacts,
     OrderFacts,
@@ -60,6 +62,8 @@ class Contract:
     unconfirmed: tuple[Unconfirmed, ...]
     origin: str
     lines: LineIndex
+    #: What a sync tool reading by the cursor depends on (``[cursor]``; all None if absent).
+    cursor: CursorFacts = field(default_factory=CursorFacts)
 
     # -- places ----------------------------------------------------------
 
@@ -178,7 +182,8 @@ class Contract:
         (no ``before`` read as ``through``, no successor manufactured on an
         order without one, no ``through`` at a shared coordinate whose ties the
         contract leaves open, no reading an unconfirmed fact the risky way); and
-        the coordinates are comparable. Anything else gives ``final=False``
+        the coordinates are comparable; and, when the contract says rows commit late, the
+        claim is its certified horizon. Anything else gives ``final=False``
         with the reason, never an exception: a non-final claim is still a fact
         worth recording as provisional.
         """
@@ -224,6 +229,18 @@ class Contract:
             return (
                 f"claim {claim.name!r} relies on an unconfirmed fact ({format_path(risky.field)}) "
                 "read the risky way"
+            )
+        late = self.cursor.late_commits
+        horizon = self.cursor.horizon
+        if (
+            late is not None
+            and late.possible
+            and (horizon is None or horizon.boundary != claim.boundary)
+        ):
+            return (
+                f"rows commit late (cursor.late_commits.max_delay = {late.shown}) and "
+                f"{claim.boundary} is not the certified horizon (cursor.horizon): a row below "
+                "the claim can still commit after it"
             )
         return ""
 
@@ -388,11 +405,42 @@ class Contract:
                 }
                 for u in self.unconfirmed
             ],
+            "cursor": self._cursor_json(),
             "sources": {
                 s.id: {"title": s.title, "url": s.url, "quote": s.quote}
                 for s in self.sources.values()
             },
         }
+
+    def _cursor_json(self) -> dict[str, object]:
+        c = self.cursor
+        out: dict[str, object] = {"field": c.field}
+        facts: dict[str, tuple[object, dict[str, object]]] = {}
+        if c.late_commits is not None:
+            facts["late_commits"] = (
+                c.late_commits.evidence,
+                {"max_delay": c.late_commits.shown, "delay": c.late_commits.delay.value},
+            )
+        if c.precision is not None:
+            facts["precision"] = (
+                c.precision.evidence,
+                {"stored": c.precision.stored_shown, "query": c.precision.query_shown},
+            )
+        if c.mutability is not None:
+            facts["mutability"] = (c.mutability.evidence, {"mutable": c.mutability.mutable})
+        if c.new_partitions is not None:
+            facts["new_partitions"] = (
+                c.new_partitions.evidence,
+                {"old_rows": c.new_partitions.old_rows},
+            )
+        if c.horizon is not None:
+            facts["horizon"] = (c.horizon.evidence, {"boundary": c.horizon.boundary})
+        if c.reads is not None:
+            facts["reads"] = (c.reads.evidence, {"snapshot": c.reads.snapshot})
+        for key, (evidence, values) in facts.items():
+            assert isinstance(evidence, Evidence)
+            out[key] = {**values, "cite": list(evidence.cite), "assumed": evidence.assumed}
+        return out
 
 
 # ---------------------------------------------------------------------------

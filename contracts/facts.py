@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
 
@@ -42,6 +42,28 @@ class ContractError(InputError, InvalidValue):
 
     def __str__(self) -> str:
         return InputError.__str__(self)
+
+
+class ContractErrors(ContractError):
+    """Every mistake found in one contract file, reported at once (sorted by line).
+
+    Its own ``file``, ``line``, ``field`` and ``value`` are the first mistake's, so
+    code that handles one :class:`ContractError` keeps working; :attr:`errors`
+    holds them all and ``str()`` gives one line per mistake.
+    """
+
+    def __init__(self, errors: Iterable[ContractError]) -> None:
+        self.errors: tuple[ContractError, ...] = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.file, first.line, first.field, first.problem, first.value)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def every_error(exc: ContractError) -> tuple[ContractError, ...]:
+    """The mistakes ``exc`` stands for: all of a :class:`ContractErrors`, else itself."""
+    return exc.errors if isinstance(exc, ContractErrors) else (exc,)
 
 
 def contract_error(
@@ -212,8 +234,41 @@ ENCODINGS_OF_KIND: Mapping[CoordinateKind, tuple[Encoding, ...]] = MappingProxyT
 #: Top-level fields whose facts the runtime relies on (an unconfirmed one is a warning).
 LOAD_BEARING = frozenset({"order", "boundaries", "claims", "partitions", "membership", "resume"})
 
+
+class Delay(Enum):
+    """What a contract says about late commits: a bound, none at all, or not known."""
+
+    BOUNDED = "bounded"  # every row commits at most max_delay after its cursor value
+    UNBOUNDED = "unbounded"  # a row may commit any time after its cursor value
+    UNKNOWN = "unknown"  # not settled: read as unbounded wherever it matters
+
+
 # ---------------------------------------------------------------------------
 # Typed data
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a fact rests on: the sources that state it, or an explicit assumption.
+
+    ``cite`` names ``[sources]`` ids; ``assumed`` is ``assumed = true`` written by the
+    author (the fact is taken as true without a source, and the review lists it
+    among the assumptions its verdict rests on). A fact with neither is a bare
+    declaration: the review questions it wherever it makes a finding disappear.
+    """
+
+    cite: tuple[str, ...] = ()
+    assumed: bool = False
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.cite) or self.assumed
+
+    def describe(self) -> str:
+        """``cited: a, b`` / ``assumed`` / ``no citation``."""
+        if self.cite:
+            return f"cited: {', '.join(self.cite)}"
+        return "assumed" if self.assumed else "no citation, not marked assumed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +306,15 @@ class OrderFacts:
     tiebreaker: str | None
     example: object
     cite: tuple[str, ...]
+    assumed: bool = False
+    #: Evidence written on a field itself (``ties = { value = "atomic", cite = [...] }``).
+    evidence: Mapping[str, Evidence] = field(default_factory=dict)
+
+    def evidence_of(self, name: str, *, own_only: bool = False) -> Evidence:
+        """The evidence for field ``name``: its own, else (unless ``own_only``) the table's."""
+        if name in self.evidence:
+            return self.evidence[name]
+        return Evidence() if own_only else Evidence(self.cite, self.assumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +332,7 @@ class Boundary:
     cut: Endpoint
     meaning: str
     cite: tuple[str, ...]
+    assumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +352,11 @@ class ClaimFacts:
     occurs: Occurs
     statement: str
     cite: tuple[str, ...]
+    assumed: bool = False
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.cite, self.assumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +377,11 @@ class PartitionFacts:
     frontier: Frontier
     statement: str | None
     cite: tuple[str, ...]
+    assumed: bool = False
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.cite, self.assumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +394,11 @@ class MembershipFacts:
     lineage: Lineage
     statement: str | None
     cite: tuple[str, ...]
+    assumed: bool = False
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.cite, self.assumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +411,11 @@ class PaginationFacts:
     event_id: str | None
     statement: str | None
     cite: tuple[str, ...]
+    assumed: bool = False
+
+    @property
+    def evidence(self) -> Evidence:
+        return Evidence(self.cite, self.assumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +439,102 @@ class Unconfirmed:
     @property
     def resolved(self) -> bool:
         return bool(self.resolved_by)
+
+
+@dataclass(frozen=True, slots=True)
+class LateCommits:
+    """Whether a row can become visible after a row with a greater cursor value was read.
+
+    ``max_delay`` (order units: nanoseconds on an RFC 3339 order) bounds how long
+    after its cursor value a row commits, when ``delay`` is ``bounded``; 0 means
+    rows commit in cursor order. ``shown`` is the bound as written (``"10s"``).
+    """
+
+    delay: Delay
+    max_delay: int | None
+    shown: str
+    statement: str | None
+    evidence: Evidence
+
+    @property
+    def possible(self) -> bool:
+        """Late commits are stated possible (a bound above 0, or unbounded)."""
+        return self.delay is Delay.UNBOUNDED or bool(self.max_delay)
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """The step of stored cursor values against the step a query bound can name.
+
+    Both in order units; ``stored < query`` (milliseconds stored, seconds queried)
+    means rows sit between two values a query can express.
+    """
+
+    stored: int
+    query: int
+    stored_shown: str
+    query_shown: str
+    statement: str | None
+    evidence: Evidence
+
+    @property
+    def finer(self) -> bool:
+        return self.stored < self.query
+
+
+@dataclass(frozen=True, slots=True)
+class Mutability:
+    """Whether rows are updated, each update giving the row a new cursor value.
+
+    ``mutable`` is None when the contract answers "unknown".
+    """
+
+    mutable: bool | None
+    statement: str | None
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """Whether a partition that appears later can hold rows older than values already read.
+
+    ``old_rows`` is None when the contract answers "unknown".
+    """
+
+    old_rows: bool | None
+    statement: str | None
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """A record boundary that certifies every row before it has committed (PostgreSQL's xmin)."""
+
+    boundary: str
+    statement: str | None
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """Whether one read (every page of one run's query) sees one snapshot of the source."""
+
+    snapshot: bool
+    statement: str | None
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class CursorFacts:
+    """What a sync tool reading by the cursor depends on; every part may be unstated (None)."""
+
+    field: str | None = None
+    late_commits: LateCommits | None = None
+    precision: Precision | None = None
+    mutability: Mutability | None = None
+    new_partitions: NewPartitions | None = None
+    horizon: Horizon | None = None
+    reads: Reads | None = None
 
 
 @dataclass(frozen=True, slots=True)

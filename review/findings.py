@@ -10,7 +10,8 @@ twice, by two different means.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 
@@ -188,6 +189,159 @@ class Witness:
         }
 
 
+class SyncKind(Enum):
+    """Which loss a sync witness shows, and so how :meth:`SyncWitness.verify` checks it."""
+
+    LATE_ROW = "late-row"  # a row commits behind a run's read, below where the next run starts
+    SLICE_GAP = "slice-gap"  # a stored value between one slice's upper bound and the next's lower
+    NEW_PARTITION = "new-partition"  # a partition appears later with a row below its start
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRow:
+    """A row of a sync witness: its cursor value and, when it matters, when it committed.
+
+    ``at`` and ``commit`` are in the order's units (nanoseconds on a timestamp
+    order), ``commit`` on the source's clock; ``shown`` is ``at`` as people read it.
+    """
+
+    id: str
+    partition: str
+    at: int
+    note: str
+    commit: int | None = None
+    shown: str | None = None
+
+
+def floor_to(value: int, step: int) -> int:
+    """``value`` rounded down to a multiple of ``step`` (a bound formatted coarser)."""
+    return value - value % step
+
+
+@dataclass(frozen=True, slots=True)
+class SyncWitness:
+    """Rows, commit times and runs under which a sync tool's configuration loses a row.
+
+    ``values`` holds the numbers the story rests on (the source clock when the run
+    started, when pages were read, the tool's lag, the query step, the bound the next
+    run starts from...), ``flags`` whether bounds are inclusive; ``story`` tells it in
+    order, in domain words; ``lost`` names the rows no run ever copies.
+    :meth:`verify` re-checks the story by plain arithmetic, independently of Z3.
+    """
+
+    kind: SyncKind
+    rows: tuple[SyncRow, ...]
+    values: Mapping[str, int]
+    flags: Mapping[str, bool]
+    story: tuple[str, ...]
+    lost: tuple[str, ...]
+    explanation: str
+    facts: tuple[str, ...] = field(default=())
+
+    def verify(self) -> bool:
+        """Re-check by arithmetic that these rows and times lose the rows named in ``lost``."""
+        try:
+            return self._verify()
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return False
+
+    def _row(self, name: str) -> SyncRow:
+        return next(r for r in self.rows if r.id == name)
+
+    def _below(self, at: int, lower: int) -> bool:
+        return at < lower if self.flags["lower_inclusive"] else at <= lower
+
+    def _verify(self) -> bool:
+        v = self.values
+        if self.kind is SyncKind.LATE_ROW:
+            (late,) = self.lost
+            r, top = self._row(late), self._row("v")
+            assert r.commit is not None and top.commit is not None
+            delay = v.get("delay")
+            ok = [
+                r.at <= r.commit,
+                top.at <= top.commit <= v["read_v"],
+                v["now"] <= v["read_r"] <= v["read_v"],
+                r.at <= top.at,
+                v["read_r"] <= r.commit,  # r committed after its page was read (or at that instant)
+                not self.flags.get("snapshot", False) or v["read_r"] == v["read_v"],
+                v["lower"] == _start(top.at - v["lag"], v["step"], self.flags["exact"]),
+                self._below(r.at, v["lower"]),
+            ]
+            if delay is not None:
+                ok += [r.commit <= r.at + delay, top.commit <= top.at + delay]
+            if "cap" in v:
+                ok.append(v["cap"] == floor_to(v["now"] - v["cap_lag"], v["cap_step"]))
+                ok.append(top.at <= v["cap"] if self.flags["cap_inclusive"] else top.at < v["cap"])
+            return all(ok)
+        if self.kind is SyncKind.SLICE_GAP:
+            (gap,) = self.lost
+            r = self._row(gap)
+            upper = floor_to(v["boundary"] - v["granularity"], v["request_step"])
+            lower = floor_to(v["boundary"], v["request_step"])
+            above_upper = r.at > upper if self.flags["upper_inclusive"] else r.at >= upper
+            later = _start(v["state"] - v["lag"], v["request_step"], self.flags["exact"])
+            return (
+                upper == v["upper"]
+                and lower == v["lower"]
+                and r.at % v["stored_step"] == 0
+                and above_upper
+                and self._below(r.at, lower)
+                and self._row("v").at == v["state"]
+                and self._below(r.at, later)  # every later run starts above r
+            )
+        if self.kind is SyncKind.NEW_PARTITION:
+            (old,) = self.lost
+            r, top = self._row(old), self._row("v")
+            ok = [
+                r.partition != top.partition,
+                v["lower"] == _start(top.at - v["lag"], v["step"], self.flags["exact"]),
+                self._below(r.at, v["lower"]),
+            ]
+            if "delay" in v and not self.flags.get("old_rows", True):
+                # a new partition's rows commit after it appears, within the delay
+                assert r.commit is not None
+                ok += [r.commit >= v["appears"] >= top.at, r.commit <= r.at + v["delay"]]
+            return all(ok)
+        raise AssertionError(self.kind)  # pragma: no cover - every kind is handled
+
+    def items(self) -> list[tuple[str, str]]:
+        """The witness as labelled lines: the facts used, the story, the rows lost, why."""
+        out = [("facts", fact) for fact in self.facts]
+        out += [("then", step) for step in self.story]
+        out.append(("lost", ", ".join(self.lost)))
+        out.append(("so", self.explanation))
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind.value,
+            "rows": [
+                {
+                    "id": r.id,
+                    "partition": r.partition,
+                    "at": r.at,
+                    "shown": r.shown,
+                    "commit": r.commit,
+                    "note": r.note,
+                }
+                for r in self.rows
+            ],
+            "values": dict(self.values),
+            "flags": dict(self.flags),
+            "facts": list(self.facts),
+            "story": list(self.story),
+            "lost": list(self.lost),
+            "explanation": self.explanation,
+            "verified": self.verify(),
+        }
+
+
+def _start(value: int, step: int, exact: bool) -> int:
+    """Where a run starts from ``value``: exactly (the tool filters), or floored to the step."""
+    return value if exact else floor_to(value, step)
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One thing a review found in one contract.
@@ -204,7 +358,7 @@ class Finding:
     where: str
     line: int
     explanation: str
-    witness: Witness | None = None
+    witness: Witness | SyncWitness | None = None
 
     def sort_key(self) -> tuple[int, str, int, str]:
         return (self.severity.rank, self.rule, self.line, self.where)

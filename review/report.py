@@ -13,8 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fencepost.contracts import Contract
-from fencepost.review.findings import Finding, Severity, Witness, WitnessEvent, show_position
-from fencepost.review.rules import review_contract
+from fencepost.review.findings import (
+    Finding,
+    Severity,
+    SyncWitness,
+    Witness,
+    WitnessEvent,
+    show_position,
+)
+from fencepost.review.rules import Reliance, review_full
+from fencepost.review.tools import SyncPlan
 
 WIDTH = 100
 
@@ -28,19 +36,34 @@ class ContractReport:
     version: str
     file: str
     findings: tuple[Finding, ...]
+    #: the declarations the verdict rests on, and what breaks if each is false
+    rests_on: tuple[Reliance, ...] = ()
+    #: the sync tool reviewed beside the contract, and its configuration
+    tool: str | None = None
+    config: str | None = None
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)
 
 
-def review(contract: Contract) -> ContractReport:
-    """Review one contract."""
+def review(
+    contract: Contract, plan: SyncPlan | None = None, *, rests_on: bool = True
+) -> ContractReport:
+    """Review one contract, beside a sync tool's plan when one is given.
+
+    ``rests_on=False`` skips listing the cited and assumed declarations the verdict rests on
+    (the findings are the same, at a fraction of the cost).
+    """
+    result = review_full(contract, plan, rests_on=rests_on)
     return ContractReport(
         provider=contract.provider.name,
         title=contract.provider.title,
         version=contract.provider.version,
         file=contract.origin,
-        findings=review_contract(contract),
+        findings=result.findings,
+        rests_on=result.rests_on,
+        tool=plan.tool if plan is not None else None,
+        config=plan.shown_config() if plan is not None else None,
     )
 
 
@@ -82,7 +105,9 @@ def _event_line(e: WitnessEvent) -> str:
     return f"{e.id} in {e.partition} at {at}{more}: {e.note}"
 
 
-def _witness_items(witness: Witness) -> list[tuple[str, str]]:
+def _witness_items(witness: Witness | SyncWitness) -> list[tuple[str, str]]:
+    if isinstance(witness, SyncWitness):
+        return witness.items()
     items = [("claim", witness.claim_text)]
     if witness.guarantee_text:
         items.append(("guarantee", witness.guarantee_text))
@@ -93,7 +118,7 @@ def _witness_items(witness: Witness) -> list[tuple[str, str]]:
     return items
 
 
-def _witness_lines(witness: Witness) -> list[str]:
+def _witness_lines(witness: Witness | SyncWitness) -> list[str]:
     return [f"{label}: {text}" for label, text in _witness_items(witness)]
 
 
@@ -101,7 +126,8 @@ def render_text(reports: Sequence[ContractReport]) -> str:
     """A report for terminals: one block per contract, witnesses under their finding."""
     out: list[str] = []
     for report in reports:
-        out.append(f"{report.file}: {report.provider} ({report.title}; {report.version})")
+        beside = f" with {report.tool} {report.config}" if report.tool else ""
+        out.append(f"{report.file}: {report.provider} ({report.title}; {report.version}){beside}")
         if not report.findings:
             out.append("  no findings")
         for f in report.findings:
@@ -112,12 +138,21 @@ def render_text(reports: Sequence[ContractReport]) -> str:
                 out.append(f"           witness (Z3, {status}):")
                 for label, text in _witness_items(f.witness):
                     out.append(_wrap_labelled(label, text, 13))
+        if report.rests_on:
+            out.append("  the verdict rests on (if one is false, the review finds):")
+            for r in report.rests_on:
+                out.append(_wrap(_reliance_line(r), 4, 6))
         counts = {s.value: report.count(s) for s in Severity}
         out.append(f"  {_summary_line(counts)}")
         out.append("")
     counts = totals(reports)
     out.append(f"reviewed {_plural(len(reports), 'contract')}: {_summary_line(counts)}")
     return "\n".join(out) + "\n"
+
+
+def _reliance_line(r: Reliance) -> str:
+    breaks = ", ".join(f"{rule} ({severity.value})" for rule, severity, _ in r.breaks)
+    return f"{r.statement} (line {r.line}; {r.evidence.describe()}): {breaks}"
 
 
 def _wrap(text: str, indent: int, subsequent: int | None = None) -> str:
@@ -157,12 +192,27 @@ def render_markdown(reports: Sequence[ContractReport]) -> str:
         "",
     ]
     for report in reports:
+        beside = f" · with {report.tool} `{report.config}`" if report.tool else ""
         out += [
             f"## {report.provider}: {_cell(report.title)}",
             "",
-            f"`{report.file}` · {_cell(report.version)}",
+            f"`{report.file}` · {_cell(report.version)}{beside}",
             "",
         ]
+        if report.rests_on:
+            out += [
+                "The verdict rests on:",
+                "",
+                "| declaration | line | evidence | if false, the review finds |",
+                "|---|---|---|---|",
+            ]
+            for r in report.rests_on:
+                breaks = ", ".join(f"`{rule}` ({sev.value})" for rule, sev, _ in r.breaks)
+                out.append(
+                    f"| `{_cell(r.statement)}` | {r.line} | {_cell(r.evidence.describe())} | "
+                    f"{breaks} |"
+                )
+            out.append("")
         if not report.findings:
             out += ["No findings.", ""]
             continue
@@ -192,7 +242,9 @@ def render_json(reports: Sequence[ContractReport], fail_on: Severity = Severity.
                 "title": r.title,
                 "version": r.version,
                 "file": r.file,
+                "tool": {"name": r.tool, "config": r.config} if r.tool else None,
                 "findings": [f.to_json() for f in r.findings],
+                "rests_on": [x.to_json() for x in r.rests_on],
                 "summary": {s.value: r.count(s) for s in Severity},
             }
             for r in reports

@@ -14,7 +14,11 @@ worth knowing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from types import MappingProxyType
+
+import z3
 
 from fencepost.contracts import (
     LOAD_BEARING,
@@ -23,14 +27,21 @@ from fencepost.contracts import (
     Contract,
     CoordinateKind,
     CrossOrder,
+    Delay,
     Discovery,
     Epochs,
+    Evidence,
     Frontier,
     Guarantee,
+    LateCommits,
     Lineage,
     MembershipChange,
+    Mutability,
+    NewPartitions,
     Occurs,
     Possibility,
+    Precision,
+    Reads,
     Use,
     decode,
 )
@@ -38,7 +49,17 @@ from fencepost.impl.cuts import Endpoint
 from fencepost.impl.orders import Coordinate
 from fencepost.inputs.tomllines import Path, format_path
 from fencepost.review import witness as w
-from fencepost.review.findings import Cutlike, Finding, Severity, Witness
+from fencepost.review.findings import (
+    Cutlike,
+    Finding,
+    Severity,
+    SyncWitness,
+    Witness,
+    WitnessEvent,
+    WitnessKind,
+)
+from fencepost.review.sync import TOOL_RULES, tool_findings
+from fencepost.review.tools import SyncPlan
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,12 @@ class Rule:
 class _Context:
     contract: Contract
     axis: w.Axis
+    #: the sync tool reviewed beside the contract (``--tool``), if any
+    plan: SyncPlan | None = None
+    #: a review of a contract with one declaration negated: the rules about
+    #: declarations and questions do not run there
+    counterfactual: bool = False
+    cache: dict[str, object] = field(default_factory=dict)
 
     @property
     def anchor(self) -> Coordinate:
@@ -67,7 +94,7 @@ class _Context:
         severity: Severity,
         path: Path,
         explanation: str,
-        witness: Witness | None = None,
+        witness: Witness | SyncWitness | None = None,
     ) -> Finding:
         if witness is not None and not witness.verify():
             raise AssertionError(f"rule {rule}: Z3 produced a witness that does not verify")
@@ -506,20 +533,21 @@ def _unconfirmed_strong(ctx: _Context) -> list[Finding]:
 def _uncited(ctx: _Context) -> list[Finding]:
     c = ctx.contract
     gaps: list[tuple[Path, str]] = []
-    if not c.order_facts.cite:
+    if not c.order_facts.cite and not c.order_facts.assumed:
         gaps.append((("order",), "the coordinate order"))
     for b in c.boundaries.values():
-        if not b.cite:
+        if not b.cite and not b.assumed:
             gaps.append((("boundaries", b.name), f"boundary {b.name!r}"))
     for claim in c.claims.values():
-        if not claim.cite:
+        if not claim.evidence.supported:
             gaps.append((("claims", claim.name), f"what claim {claim.name!r} guarantees"))
-    if not c.partitions.cite:
+    if not c.partitions.evidence.supported:
         gaps.append((("partitions",), "the order across partitions"))
-    if c.membership_facts.changes is not MembershipChange.NONE and not c.membership_facts.cite:
+    m = c.membership_facts
+    if m.changes is not MembershipChange.NONE and not m.evidence.supported:
         gaps.append((("membership",), "how membership changes"))
     p = c.pagination
-    if Possibility.NEVER in (p.overlap, p.empty_pages) and not p.cite:
+    if Possibility.NEVER in (p.overlap, p.empty_pages) and not p.evidence.supported:
         gaps.append((("pagination",), "that pages never overlap or are never empty"))
     for i, caveat in enumerate(c.caveats):
         if not caveat.cite:
@@ -532,7 +560,8 @@ def _uncited(ctx: _Context) -> list[Finding]:
             "uncited-fact",
             Severity.WARNING,
             path,
-            f"No citation for {what}: add cite = [source ids] naming the document it comes from.",
+            f"No citation for {what}: add cite = [source ids] naming the document it comes from, "
+            "or assumed = true to take it without one.",
         )
         for path, what in gaps
     ]
@@ -604,6 +633,453 @@ def _finality_limited(ctx: _Context) -> list[Finding]:
             )
         )
     return out
+
+
+# ---------------------------------------------------------------------------
+# Declarations, questions, late commits
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A fact that can make a finding disappear: where it is written, its evidence, and the
+    contract as it would be if the fact were false."""
+
+    path: Path
+    statement: str
+    evidence: Evidence
+    if_false: str
+    negated: Contract
+
+
+@dataclass(frozen=True)
+class Reliance:
+    """A declaration the verdict rests on: what breaks (rule, severity, where) if it is false."""
+
+    where: str
+    line: int
+    statement: str
+    evidence: Evidence
+    if_false: str
+    breaks: tuple[tuple[str, Severity, str], ...]
+
+    @property
+    def worst(self) -> Severity:
+        return min((severity for _, severity, _ in self.breaks), key=lambda s: s.rank)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "where": self.where,
+            "line": self.line,
+            "statement": self.statement,
+            "cite": list(self.evidence.cite),
+            "assumed": self.evidence.assumed,
+            "supported": self.evidence.supported,
+            "if_false": self.if_false,
+            "breaks": [
+                {"rule": rule, "severity": severity.value, "where": where}
+                for rule, severity, where in self.breaks
+            ],
+        }
+
+
+def declarations(contract: Contract) -> tuple[Declaration, ...]:
+    """Every declaration of ``contract`` that some rule reads the safe way.
+
+    The closed list of such facts (one home): ``order.ties``, ``order.successor = true``,
+    ``order.shared_positions = false``, a certifying claim's ``guarantee = "final"``,
+    ``partitions.order = "shared"``, ``pagination.overlap = "never"``, and the
+    ``[cursor]`` facts read the safe way (a late-commit bound, stored values no finer than
+    a query, immutable rows, partitions that appear without old rows, a certified horizon,
+    snapshot reads).
+    """
+    c = contract
+    o = c.order_facts
+    out: list[Declaration] = []
+    if o.ties is not None:
+        out.append(
+            Declaration(
+                ("order", "ties"),
+                f'order.ties = "{o.ties.value}"',
+                o.evidence_of("ties", own_only=True),
+                "a boundary may cover only some of the events that share a coordinate",
+                replace(c, order_facts=replace(o, ties=None, tiebreaker=None)),
+            )
+        )
+    if o.successor:
+        out.append(
+            Declaration(
+                ("order", "successor"),
+                "order.successor = true",
+                o.evidence_of("successor"),
+                "events can sit between x and x+1",
+                replace(c, order_facts=replace(o, successor=False)),
+            )
+        )
+    if not o.shared_positions:
+        out.append(
+            Declaration(
+                ("order", "shared_positions"),
+                "order.shared_positions = false",
+                o.evidence_of("shared_positions"),
+                "several events can share one coordinate",
+                replace(
+                    c, order_facts=replace(o, shared_positions=True, ties=None, tiebreaker=None)
+                ),
+            )
+        )
+    for name, claim in c.claims.items():
+        if claim.certifies and claim.guarantee is Guarantee.FINAL:
+            claims = dict(c.claims)
+            claims[name] = replace(claim, guarantee=Guarantee.PROVISIONAL)
+            out.append(
+                Declaration(
+                    ("claims", name, "guarantee"),
+                    f'claims.{name}.guarantee = "final"',
+                    claim.evidence,
+                    f"rows below {claim.boundary} can still appear (a late commit) or change "
+                    "after the claim",
+                    replace(c, claims=MappingProxyType(claims)),
+                )
+            )
+    if c.partitions.order is CrossOrder.SHARED:
+        out.append(
+            Declaration(
+                ("partitions", "order"),
+                'partitions.order = "shared"',
+                c.partitions.evidence,
+                f"positions of different {c.partitions.unit}s say nothing about each other",
+                replace(c, partitions=replace(c.partitions, order=CrossOrder.PER_PARTITION)),
+            )
+        )
+    if c.pagination.overlap is Possibility.NEVER:
+        out.append(
+            Declaration(
+                ("pagination", "overlap"),
+                'pagination.overlap = "never"',
+                c.pagination.evidence,
+                "a page can repeat events of earlier pages",
+                replace(c, pagination=replace(c.pagination, overlap=Possibility.POSSIBLE)),
+            )
+        )
+    out += _cursor_declarations(c)
+    return tuple(out)
+
+
+def _cursor_declarations(c: Contract) -> list[Declaration]:
+    cur = c.cursor
+    out: list[Declaration] = []
+    late = cur.late_commits
+    if late is not None and late.delay is Delay.BOUNDED:
+        out.append(
+            Declaration(
+                ("cursor", "late_commits"),
+                f'cursor.late_commits.max_delay = "{late.shown}"',
+                late.evidence,
+                f"a row can commit more than {late.shown} after its cursor value",
+                replace(
+                    c,
+                    cursor=replace(
+                        cur,
+                        late_commits=LateCommits(
+                            Delay.UNBOUNDED, None, "unbounded", None, late.evidence
+                        ),
+                    ),
+                ),
+            )
+        )
+    precision = cur.precision
+    if precision is not None and not precision.finer:
+        out.append(
+            Declaration(
+                ("cursor", "precision"),
+                f"cursor.precision: stored {precision.stored_shown}, query {precision.query_shown}",
+                precision.evidence,
+                "stored values are finer than what a query can name",
+                replace(
+                    c,
+                    cursor=replace(
+                        cur,
+                        precision=Precision(
+                            1, precision.query, "1", precision.query_shown, None, precision.evidence
+                        ),
+                    ),
+                ),
+            )
+        )
+    mutability = cur.mutability
+    if mutability is not None and mutability.mutable is False:
+        out.append(
+            Declaration(
+                ("cursor", "mutability"),
+                "cursor.mutability.mutable = false",
+                mutability.evidence,
+                "rows are updated, each update giving the row a new cursor value",
+                replace(c, cursor=replace(cur, mutability=Mutability(True, None, Evidence()))),
+            )
+        )
+    new = cur.new_partitions
+    if new is not None and new.old_rows is False:
+        out.append(
+            Declaration(
+                ("cursor", "new_partitions"),
+                "cursor.new_partitions.old_rows = false",
+                new.evidence,
+                "a partition appearing later can hold rows older than values read elsewhere",
+                replace(
+                    c, cursor=replace(cur, new_partitions=NewPartitions(True, None, Evidence()))
+                ),
+            )
+        )
+    if cur.horizon is not None:
+        out.append(
+            Declaration(
+                ("cursor", "horizon"),
+                f'cursor.horizon.boundary = "{cur.horizon.boundary}"',
+                cur.horizon.evidence,
+                f"{cur.horizon.boundary} does not certify that every row before it has committed",
+                replace(c, cursor=replace(cur, horizon=None)),
+            )
+        )
+    reads = cur.reads
+    if reads is not None and reads.snapshot:
+        out.append(
+            Declaration(
+                ("cursor", "reads"),
+                "cursor.reads.snapshot = true",
+                reads.evidence,
+                "rows commit between the pages of one read",
+                replace(c, cursor=replace(cur, reads=Reads(False, None, Evidence()))),
+            )
+        )
+    return out
+
+
+#: Rules that question the contract itself; they do not run on a negated contract.
+_META = frozenset({"declaration-unsupported", "unanswered-question"})
+
+
+def _key(f: Finding) -> tuple[str, str, str]:
+    return (f.rule, f.severity.value, f.where)
+
+
+def _analysis(ctx: _Context) -> tuple[Reliance, ...]:
+    """The declarations the verdict rests on, each with what breaks if it is false.
+
+    With ``ctx.cache["unsupported only"]`` set, only the declarations without evidence are
+    negated (all :func:`review_contract` needs for its findings); otherwise every one is.
+    """
+    cached = ctx.cache.get("reliances")
+    if isinstance(cached, tuple):
+        return cached
+    wanted = [
+        d
+        for d in declarations(ctx.contract)
+        if not (ctx.cache.get("unsupported only") and d.evidence.supported)
+    ]
+    if not wanted:
+        ctx.cache["reliances"], ctx.cache["breaking"] = (), {}
+        return ()
+    base = {_key(f) for f in _findings(ctx.contract, ctx.plan, counterfactual=True)}
+    out: list[Reliance] = []
+    found: dict[tuple[str, str, str], Finding] = {}
+    for decl in wanted:
+        negated = _findings(decl.negated, ctx.plan, counterfactual=True)
+        breaks = sorted(
+            (
+                f
+                for f in negated
+                if _key(f) not in base
+                and f.rule != "uncited-fact"
+                and f.severity is not Severity.NOTE
+            ),
+            key=Finding.sort_key,
+        )
+        if not breaks:
+            continue
+        for f in breaks:
+            found.setdefault((format_path(decl.path), f.rule, f.where), f)
+        out.append(
+            Reliance(
+                where=format_path(decl.path),
+                line=ctx.contract.line_of(decl.path),
+                statement=decl.statement,
+                evidence=decl.evidence,
+                if_false=decl.if_false,
+                breaks=tuple((f.rule, f.severity, f.where) for f in breaks),
+            )
+        )
+    result = tuple(out)
+    ctx.cache["reliances"] = result
+    ctx.cache["breaking"] = found
+    return result
+
+
+def _declaration_unsupported(ctx: _Context) -> list[Finding]:
+    if ctx.counterfactual:
+        return []
+    reliances = _analysis(ctx)
+    found = ctx.cache["breaking"]
+    assert isinstance(found, dict)
+    out: list[Finding] = []
+    for r in reliances:
+        if r.evidence.supported:
+            continue
+        broken = [found[(r.where, rule, where)] for rule, _, where in r.breaks]
+        first = next((f for f in broken if f.witness is not None), broken[0])
+        witness = first.witness
+        listed = ", ".join(f"{rule} ({severity.value})" for rule, severity, _ in r.breaks)
+        value_hint = (
+            "ties = { value = ..., cite = [source ids] }"
+            if r.where == "order.ties"
+            else "cite = [source ids] in its table"
+        )
+        out.append(
+            ctx.finding(
+                "declaration-unsupported",
+                r.worst,
+                tuple(r.where.split(".")),
+                f"{r.statement} has no citation and is not marked assumed, yet the verdict "
+                f"rests on it: if {r.if_false}, the review finds {listed}. "
+                f"{first.explanation} Cite the source that states it ({value_hint}), or "
+                "write assumed = true to take it as an assumption.",
+                witness,
+            )
+        )
+    return out
+
+
+_QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "late_commits",
+        "late commits",
+        "Can a row commit after a row with a greater cursor value was read (a writer's "
+        "transaction that ends late, a replica that lags)? State [cursor.late_commits] "
+        'max_delay = a bound ("10s"), "unbounded" or "unknown".',
+    ),
+    (
+        "mutability",
+        "a mutable cursor",
+        "Are rows updated, an update giving the row a new cursor value? State "
+        '[cursor.mutability] mutable = true, false or "unknown".',
+    ),
+)
+
+
+def _unanswered(ctx: _Context) -> list[Finding]:
+    if ctx.counterfactual:
+        return []
+    c = ctx.contract
+    leaning = [
+        claim.name
+        for claim in c.claims.values()
+        if claim.certifies and claim.guarantee is Guarantee.FINAL and not claim.cite
+    ]
+    if ctx.plan is None and not leaning:
+        return []
+    why, meanwhile = (
+        (
+            f"{ctx.plan.tool} resumes from what it has read, so whether it loses rows depends "
+            "on it",
+            "Until it says, the review reads the risky answer (late commits unbounded, rows "
+            "updated).",
+        )
+        if ctx.plan is not None
+        else (
+            f"claim {leaning[0]!r} is final without a citation, so its truth depends on it",
+            "A final claim says no row below it can still appear or change: the answer is what "
+            "the claim rests on.",
+        )
+    )
+    out: list[Finding] = []
+    for key, topic, question in _QUESTIONS:
+        if getattr(c.cursor, key) is not None:
+            continue
+        out.append(
+            ctx.finding(
+                "unanswered-question",
+                Severity.WARNING,
+                ("cursor", key),
+                f"The contract is silent on {topic} ({why}). {question} {meanwhile}",
+            )
+        )
+    return out
+
+
+def _late_commit_finality(ctx: _Context) -> list[Finding]:
+    late = ctx.contract.cursor.late_commits
+    if late is None or not late.possible or not ctx.contract.order_facts.comparable:
+        return []
+    horizon = ctx.contract.cursor.horizon
+    out: list[Finding] = []
+    for claim in ctx.certifying():
+        if claim.guarantee is not Guarantee.FINAL:
+            continue
+        if horizon is not None and horizon.boundary == claim.boundary:
+            continue
+        at = (
+            ctx.axis.shifted(_delta(claim.adjust))
+            if claim.adjust is not Adjust.NONE
+            else ctx.anchor
+        )
+        cut = Cutlike(claim.as_kind.value, at)
+        text = f"claim {claim.name!r} certifies {ctx.axis.cut(cut)} from {claim.boundary}"
+        found = _late_below(ctx, cut, late, text)
+        if found is None:
+            continue
+        out.append(
+            ctx.finding(
+                "late-commit-finality",
+                Severity.ERROR,
+                ("claims", claim.name, "guarantee"),
+                f"{text} as final, but the contract says rows commit late "
+                f"(cursor.late_commits.max_delay = {late.shown}) and {claim.boundary} is not "
+                "its certified horizon (cursor.horizon): a row below the claim can still "
+                "commit after it.",
+                found,
+            )
+        )
+    return out
+
+
+def _late_below(ctx: _Context, cut: Cutlike, late: LateCommits, text: str) -> Witness | None:
+    """A row in ``D(cut)``, within the late-commit bound below it, that commits after the claim."""
+    axis = ctx.axis
+    if axis.sort == "string":
+        return None
+    x = axis.val(cut.at)
+    p, t = axis.var("p"), z3.Int("t")
+    constraints = [w.in_downset(cut.kind, x, p), t > w.SIGNAL_TIME]
+    if not ctx.contract.order_facts.shared_positions:
+        constraints.append(p != x)
+    if late.max_delay is not None:
+        constraints.append(p >= x - late.max_delay)
+    assert not isinstance(cut.at, str)
+    near = [cut.at - Fraction(late.max_delay or 2, 2), *axis.hints(cut.at)]
+    preferences = [[p == axis.val(h), t == w.SIGNAL_TIME + 1] for h in near]
+    model = w._solve(constraints, preferences)
+    if model is None:
+        return None
+    at = axis.read(model, p)
+    when = model.eval(t).as_long()
+    events = (
+        WitnessEvent("e0", "p0", cut.at, "the value the claim was taken from", time=0),
+        WitnessEvent("e1", "p0", at, "commits late, after the claim", time=when),
+    )
+    explanation = (
+        f"The claim was taken at t={w.SIGNAL_TIME}. e1 at {axis.show(at)} is in "
+        f"D({axis.cut(cut)}), {late.shown if late.max_delay is not None else 'any time'} late "
+        f"at most, and commits at t={when}: the claim certified a row nobody had read."
+    )
+    return Witness(
+        WitnessKind.LATE,
+        cut,
+        text,
+        None,
+        "rows commit late (cursor.late_commits)",
+        tuple(replace(e, shown=axis.show(e.at)) for e in events),
+        explanation,
+        signal_time=w.SIGNAL_TIME,
+    )
 
 
 RULES: tuple[Rule, ...] = (
@@ -746,15 +1222,108 @@ RULES: tuple[Rule, ...] = (
         "close; claims final only within a snapshot need one query scope per snapshot.",
         _finality_limited,
     ),
+    Rule(
+        "late-commit-finality",
+        "a final claim on a source whose rows commit late",
+        Severity.ERROR,
+        "A row may commit after a row with a greater cursor value was read. A claim that "
+        "everything below a value read is final is then false, unless the value is a horizon "
+        "the source certifies (every row before it has committed), which the contract names "
+        "in [cursor.horizon].",
+        _late_commit_finality,
+    ),
+    Rule(
+        "declaration-unsupported",
+        "a declaration the verdict rests on has no citation",
+        Severity.ERROR,
+        "A fact that makes a finding disappear (ties, finality, ordering, immutability, a "
+        "late-commit bound, the stored precision, a horizon) must cite its source or be marked "
+        "assumed = true; otherwise writing it is enough to pass the review. The severity is "
+        "that of what breaks if the declaration is false.",
+        _declaration_unsupported,
+    ),
+    Rule(
+        "unanswered-question",
+        "a question the verdict depends on is not answered",
+        Severity.WARNING,
+        "Whether rows commit late and whether the cursor column changes decide whether a tool "
+        "reading by the cursor loses rows, and whether a final claim without a citation can "
+        "be true. A contract silent on them is asked.",
+        _unanswered,
+    ),
 )
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 
+#: Every rule id, contract rules and tool rules (one home: the two tuples).
+ALL_RULE_IDS: tuple[str, ...] = tuple(r.id for r in RULES) + tuple(r.id for r in TOOL_RULES)
 
-def review_contract(contract: Contract) -> tuple[Finding, ...]:
-    """Every finding of every rule for ``contract``, most severe first."""
-    ctx = _Context(contract, w.Axis(contract.order_facts, anchor_of(contract)))
+
+@dataclass(frozen=True)
+class Review:
+    """One review: its findings (most severe first) and the declarations the verdict rests on."""
+
+    findings: tuple[Finding, ...]
+    rests_on: tuple[Reliance, ...]
+
+
+def _context(contract: Contract, plan: SyncPlan | None, counterfactual: bool) -> _Context:
+    return _Context(
+        contract,
+        w.Axis(contract.order_facts, anchor_of(contract)),
+        plan,
+        counterfactual,
+    )
+
+
+def _findings(contract: Contract, plan: SyncPlan | None, *, counterfactual: bool) -> list[Finding]:
+    ctx = _context(contract, plan, counterfactual)
+    return _run(ctx)
+
+
+def _run(ctx: _Context) -> list[Finding]:
     findings: list[Finding] = []
-    for rule in RULES:
-        findings.extend(rule.check(ctx))
-    return tuple(sorted(findings, key=Finding.sort_key))
+    if ctx.plan is None:
+        for rule in RULES:
+            if ctx.counterfactual and rule.id in _META:
+                continue
+            findings.extend(rule.check(ctx))
+    else:
+        # beside a tool, the subject is the tool's pipeline: the frontier design rules
+        # (claims, resume positions) are the contract's own review
+        findings.extend(tool_findings(ctx.contract, ctx.plan))
+        if not ctx.counterfactual:
+            findings.extend(_declaration_unsupported(ctx))
+            findings.extend(_unanswered(ctx))
+    return findings
+
+
+def review_full(
+    contract: Contract, plan: SyncPlan | None = None, *, rests_on: bool = True
+) -> Review:
+    """Every finding for ``contract`` (beside ``plan``'s tool, if given) and what it rests on.
+
+    Costs one review per declaration on top of the review itself: each declaration is
+    negated and the rules run again, to say what breaks if it is false. With
+    ``rests_on=False`` only the declarations without evidence are negated (the findings
+    are the same; ``Review.rests_on`` then lists only those).
+    """
+    ctx = _context(contract, plan, counterfactual=False)
+    if not rests_on:
+        ctx.cache["unsupported only"] = True
+    findings = _run(ctx)
+    unsupported = [f.where for f in findings if f.rule == "declaration-unsupported"]
+    findings = [
+        f
+        for f in findings
+        if not (
+            f.rule == "uncited-fact"
+            and any(u == f.where or u.startswith(f.where + ".") for u in unsupported)
+        )
+    ]
+    return Review(tuple(sorted(findings, key=Finding.sort_key)), _analysis(ctx))
+
+
+def review_contract(contract: Contract, plan: SyncPlan | None = None) -> tuple[Finding, ...]:
+    """Every finding of every rule for ``contract`` (beside a tool's plan), most severe first."""
+    return review_full(contract, plan, rests_on=False).findings

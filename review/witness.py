@@ -17,6 +17,7 @@ before it is shown.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -69,7 +70,7 @@ class Axis:
     def read(self, model: z3.ModelRef, var: z3.ExprRef) -> Position:
         value = model.eval(var, model_completion=True)
         if self.sort == "string":
-            return str(value.as_string())
+            return _z3_text(str(value.as_string()))
         if self.sort == "int":
             return int(value.as_long())
         frac = Fraction(value.as_fraction())
@@ -106,6 +107,11 @@ class Axis:
         if self.sort == "real":
             out[1:1] = [Fraction(at) + Fraction(1, 2), Fraction(at) - Fraction(1, 2)]
         return out
+
+
+def _z3_text(escaped: str) -> str:
+    """A Z3 string model as text: Z3 writes characters outside printable ASCII as \\u{XXXX}."""
+    return re.sub(r"\\u\{([0-9a-fA-F]+)\}", lambda m: chr(int(m.group(1), 16)), escaped)
 
 
 def _shown(axis: Axis, events: tuple[WitnessEvent, ...]) -> tuple[WitnessEvent, ...]:

@@ -1,9 +1,11 @@
-"""``fencepost contracts``: list and show the shipped provider contracts.
+"""``fencepost contracts``: list, show and start from the shipped provider contracts.
 
 ``list`` gives one row per provider (order, finality sources, review verdict);
 ``show NAME`` prints one contract's facts with their citations (``--format json``
-for the typed data, ``--format toml`` for the file itself). Exit 2 for an
-unknown name (with a suggestion).
+for the typed data, ``--format toml`` for the file itself); ``init [PATH]`` writes a
+template that ships in the package (``--template minimal``, the default, or any
+shipped contract) to start a contract of your own. Exit 2 for an unknown name (with
+a suggestion) or a file that already exists (unless ``--force``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -21,8 +24,11 @@ from fencepost.contracts import (
     ContractError,
     Guarantee,
     UnknownContract,
+    every_error,
     load_shipped_contract,
     shipped_contract_names,
+    template_names,
+    template_text,
 )
 from fencepost.inputs.tomllines import format_path
 from fencepost.review.findings import Severity
@@ -35,7 +41,8 @@ def _load(name: str) -> Contract:
     except UnknownContract as exc:
         raise click.BadParameter(exc.problem, param_hint="'NAME'") from None
     except ContractError as exc:  # a shipped file that does not load is a packaging bug
-        click.echo(f"fencepost contracts: {exc}", err=True)
+        for error in every_error(exc):
+            click.echo(f"fencepost contracts: {error}", err=True)
         sys.exit(2)
 
 
@@ -66,7 +73,7 @@ def list_contracts(as_json: bool) -> None:
     rows = []
     for name in shipped_contract_names():
         contract = _load(name)
-        report = review(contract)
+        report = review(contract, rests_on=False)
         rows.append(
             {
                 "name": name,
@@ -99,6 +106,54 @@ def list_contracts(as_json: bool) -> None:
     Console(width=max(120, Console().width)).print(table)
 
 
+@command.command(name="init")
+@click.argument("path", required=False, default="contract.toml", metavar="[PATH]")
+@click.option(
+    "--template",
+    default="minimal",
+    show_default=True,
+    metavar="NAME",
+    help="minimal, or any shipped contract (see `fencepost contracts list`).",
+)
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+def init_contract(path: str, template: str, force: bool) -> None:
+    """Write a contract template to PATH (default contract.toml; - for stdout).
+
+    The templates ship in the package, so this works wherever fencepost is
+    installed. Edit the facts, cite your provider's documentation, then run
+    `fencepost review PATH`.
+    """
+    try:
+        text = template_text(template)
+    except UnknownContract as exc:
+        hint = f"; did you mean {exc.suggestion!r}?" if exc.suggestion else ""
+        raise click.BadParameter(
+            f"no template named {template!r} (known: {', '.join(template_names())}){hint}",
+            param_hint="'--template'",
+        ) from None
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    target = Path(path)
+    if target.is_dir():
+        target = target / "contract.toml"
+    if target.exists() and not force:
+        raise click.BadParameter(
+            f"{target} exists; choose another PATH or pass --force to overwrite it",
+            param_hint="'PATH'",
+        )
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot write {target}: {exc.strerror or exc}", param_hint="'PATH'"
+        ) from None
+    click.echo(
+        f"wrote {target} (template {template}); edit its facts, cite your sources, then run: "
+        f"fencepost review {target}"
+    )
+
+
 @command.command(name="show")
 @click.argument("name")
 @click.option(
@@ -121,8 +176,48 @@ def show_contract(name: str, fmt: str) -> None:
     click.echo(_describe(contract), nl=False)
 
 
-def _cites(ids: tuple[str, ...]) -> str:
-    return f" [{', '.join(ids)}]" if ids else " [uncited]"
+def _cites(ids: tuple[str, ...], assumed: bool = False) -> str:
+    if ids:
+        return f" [{', '.join(ids)}]"
+    return " [assumed]" if assumed else " [uncited]"
+
+
+def _cursor_lines(c: Contract) -> list[str]:
+    cur = c.cursor
+    rows: list[str] = []
+    if cur.late_commits is not None:
+        e = cur.late_commits.evidence
+        rows.append(
+            f"  late commits: max_delay {cur.late_commits.shown}{_cites(e.cite, e.assumed)}"
+        )
+    if cur.precision is not None:
+        e = cur.precision.evidence
+        rows.append(
+            f"  precision: stored {cur.precision.stored_shown}, query "
+            f"{cur.precision.query_shown}{_cites(e.cite, e.assumed)}"
+        )
+    if cur.mutability is not None:
+        e = cur.mutability.evidence
+        value = "unknown" if cur.mutability.mutable is None else str(cur.mutability.mutable).lower()
+        rows.append(f"  mutable: {value}{_cites(e.cite, e.assumed)}")
+    if cur.new_partitions is not None:
+        e = cur.new_partitions.evidence
+        old = cur.new_partitions.old_rows
+        value = "unknown" if old is None else str(old).lower()
+        rows.append(f"  new partitions hold old rows: {value}{_cites(e.cite, e.assumed)}")
+    if cur.horizon is not None:
+        e = cur.horizon.evidence
+        rows.append(f"  certified horizon: {cur.horizon.boundary}{_cites(e.cite, e.assumed)}")
+    if cur.reads is not None:
+        e = cur.reads.evidence
+        rows.append(
+            f"  one read is one snapshot: {str(cur.reads.snapshot).lower()}"
+            f"{_cites(e.cite, e.assumed)}"
+        )
+    if not rows and cur.field is None:
+        return []
+    head = f"cursor: {cur.field}" if cur.field else "cursor:"
+    return ["", head, *rows]
 
 
 def _describe(c: Contract) -> str:
@@ -135,16 +230,18 @@ def _describe(c: Contract) -> str:
         f"file: {c.origin}",
         "",
         "order:",
-        f"  {o.name}: {_order(c)}; encoding {o.encoding.value}{_cites(o.cite)}",
+        f"  {o.name}: {_order(c)}; encoding {o.encoding.value}{_cites(o.cite, o.assumed)}",
         f"  resolution: {o.resolution}",
     ]
     if o.shared_positions:
         ties = o.ties.value if o.ties else "not stated"
         tiebreak = f" ({o.tiebreaker})" if o.tiebreaker else ""
-        lines.append(f"  ties: {ties}{tiebreak}")
+        own = o.evidence.get("ties")
+        evidence = _cites(own.cite, own.assumed) if own else (" [uncited]" if o.ties else "")
+        lines.append(f"  ties: {ties}{tiebreak}{evidence}")
     lines += ["", "boundaries:"]
     for b in c.boundaries.values():
-        lines.append(f"  {b.name} ({b.surface.value}) -> {b.cut.value}{_cites(b.cite)}")
+        lines.append(f"  {b.name} ({b.surface.value}) -> {b.cut.value}{_cites(b.cite, b.assumed)}")
         lines.append(f"      {b.meaning}")
     lines += ["", "claims (finality sources):"]
     if not c.claims:
@@ -154,7 +251,8 @@ def _describe(c: Contract) -> str:
         adjust = f", adjust {claim.adjust.value}" if claim.adjust.value != "none" else ""
         lines.append(
             f"  {claim.name}: {claim.boundary} is {claim.guarantee.value}, {use} as "
-            f"{claim.as_kind.value}{adjust}, {claim.occurs.value}{_cites(claim.cite)}"
+            f"{claim.as_kind.value}{adjust}, {claim.occurs.value}"
+            f"{_cites(claim.cite, claim.assumed)}"
         )
         lines.append(f"      {claim.statement}")
     lines += ["", "resume:"]
@@ -166,12 +264,14 @@ def _describe(c: Contract) -> str:
     lines += [
         "",
         f"partitions: {c.partitions.unit}s, order {c.partitions.order.value}, "
-        f"frontier {c.partitions.frontier.value}{_cites(c.partitions.cite)}",
+        f"frontier {c.partitions.frontier.value}"
+        f"{_cites(c.partitions.cite, c.partitions.assumed)}",
         f"membership: changes {m.changes.value}, discovery {m.discovery.value}, "
         f"epochs {m.epochs.value}, lineage {m.lineage.value}{_cites(m.cite)}",
         f"pagination: token {p.token.value}, overlap {p.overlap.value}, empty pages "
         f"{p.empty_pages.value}, event id {p.event_id or 'none'}{_cites(p.cite)}",
     ]
+    lines += _cursor_lines(c)
     if c.caveats:
         lines += ["", "caveats:"]
         lines += [f"  - {cv.text}{_cites(cv.cite)}" for cv in c.caveats]

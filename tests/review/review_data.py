@@ -7,7 +7,8 @@ from pathlib import Path
 from fencepost.contracts import Contract, parse_contract
 
 DATA = Path(__file__).parent / "data"
-MINIMAL = DATA / "minimal-ok.toml"
+#: The clean starting point `fencepost contracts init` writes (shipped in the package).
+MINIMAL = Path(__file__).parents[2] / "contracts" / "templates" / "minimal.toml"
 
 
 def variant(text: str, *edits: tuple[str, str]) -> str:

@@ -116,3 +116,112 @@ def test_malformed_and_missing_files_exit_2_with_file_and_line(tmp_path: Path) -
     syntax.write_text("[provider]\nname = \n")
     code, _, err = run("review", str(syntax))
     assert code == 2 and f"{syntax}:2: TOML syntax" in err
+
+
+def test_every_mistake_of_every_file_comes_at_once(tmp_path: Path) -> None:
+    text = variant(
+        MINIMAL.read_text(),
+        ('guarantee = "final"', 'guarantee = "finale"'),
+        ('as = "before"', 'as = "thru"'),
+    )
+    first = tmp_path / "first.toml"
+    first.write_text(text)
+    second = tmp_path / "second.toml"
+    second.write_text("[provider]\nname = \n")
+    code, out, err = run("review", str(first), str(second))
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 3, err
+    assert (
+        lines[0].startswith(f"fencepost review: {first}:")
+        and "claims.durable.guarantee" in lines[0]
+    )
+    assert "claims.durable.as" in lines[1]
+    assert lines[2].startswith(f"fencepost review: {second}:2: TOML syntax")
+
+
+# --- a sync tool's configuration beside a contract ---------------------------------------------
+
+SAFE = '{"lag": 10, "write_disposition": "merge", "upper_bound": "now"}'
+
+
+def test_review_with_a_tool_loses_rows_then_is_safe() -> None:
+    code, out, _ = run("review", "--provider", "rest-updated-at", "--tool", "dlt")
+    assert code == 1
+    assert "with dlt {} (the defaults)" in out
+    assert "error   tool-state-max-observed" in out and "witness (Z3, verified)" in out
+    assert "lost:      r" in out
+    code, out, _ = run("review", "--provider", "rest-updated-at", "--tool", "dlt", "--config", SAFE)
+    assert code == 0, out
+    assert "note    tool-cost" in out and "re-reads, no duplicates" in out
+    assert "the verdict rests on" in out and 'max_delay = "10s" (line' in out
+    assert out.rstrip().endswith("reviewed 1 contract: 0 errors, 0 warnings, 1 note")
+
+
+def test_review_with_a_tool_in_json_and_markdown() -> None:
+    args = ("review", "--provider", "rest-updated-at", "--tool", "airbyte")
+    code, out, _ = run(*args, "--config", '{"cursor_granularity": "PT1S"}', "--json")
+    payload = json.loads(out)
+    report = payload["contracts"][0]
+    assert code == 1 and report["tool"] == {
+        "name": "airbyte",
+        "config": '{"cursor_granularity": "PT1S"}',
+    }
+    gap = next(f for f in report["findings"] if f["rule"] == "tool-successor-manufactured")
+    assert gap["witness"]["kind"] == "slice-gap" and gap["witness"]["verified"] is True
+    code, out, _ = run(*args, "--config", '{"lookback_window": "PT10S"}', "--json")
+    report = json.loads(out)["contracts"][0]
+    assert code == 0 and report["rests_on"][0]["where"] == "cursor.late_commits"
+    assert report["rests_on"][0]["assumed"] is True
+    code, md, _ = run(*args, "--config", '{"lookback_window": "PT10S"}', "--format", "md")
+    assert code == 0 and "The verdict rests on:" in md and "with airbyte" in md
+
+
+def test_tool_configuration_mistakes_exit_2_naming_the_key() -> None:
+    base = ("review", "--provider", "rest-updated-at")
+    code, out, err = run(*base, "--tool", "dlt", "--config", '{"lagg": 10}')
+    assert code == 2 and out == ""
+    assert "--config for dlt: lagg: unknown key (did you mean 'lag'?)" in err
+    code, _, err = run(*base, "--tool", "dlt", "--config", "{lag: 10}")
+    assert code == 2 and "not JSON" in err
+    code, _, err = run(*base, "--tool", "dlt", "--config", "[1]")
+    assert code == 2 and "JSON object" in err
+    code, _, err = run(*base, "--config", "{}")
+    assert code == 2 and "--tool" in err
+    code, _, err = run(*base, "--tool", "meltano")
+    assert code == 2 and "'meltano' is not one of" in err
+    code, _, err = run("review", "--provider", "kafka", "--tool", "airbyte")
+    assert code == 2 and "contracts/kafka.toml: --config for airbyte" in err
+
+
+# --- contracts init ----------------------------------------------------------------------------
+
+
+def test_contracts_init_writes_a_template_that_reviews_clean(tmp_path: Path) -> None:
+    target = tmp_path / "mine.toml"
+    code, out, _ = run("contracts", "init", str(target))
+    assert code == 0 and f"fencepost review {target}" in out
+    assert target.read_text() == MINIMAL.read_text()
+    assert run("review", str(target), "--fail-on", "note")[0] == 0
+    code, _, err = run("contracts", "init", str(target))
+    assert code == 2 and "exists" in err and "--force" in err
+    code, _, _ = run("contracts", "init", "--template", "rest-updated-at", "--force", str(target))
+    assert code == 0 and 'name = "rest-updated-at"' in target.read_text()
+    code, out, _ = run("contracts", "init", "--template", "kafka", "-")
+    assert code == 0 and out.startswith("#") and 'name = "kafka"' in out
+    code, _, err = run("contracts", "init", "--template", "rest-updtaed-at", "-")
+    assert code == 2 and "did you mean 'rest-updated-at'?" in err and "minimal" in err
+
+
+def test_contracts_show_marks_assumptions_and_cursor_facts() -> None:
+    code, out, _ = run("contracts", "show", "rest-updated-at")
+    assert code == 0
+    assert "late commits: max_delay 10s [assumed]" in out
+    assert "precision: stored 1ms, query 1s [assumed]" in out
+    code, out, _ = run("contracts", "show", "postgres-outbox", "--format", "json")
+    cursor = json.loads(out)["cursor"]
+    assert cursor["horizon"] == {
+        "boundary": "snapshot-xmin",
+        "cite": ["functions-info"],
+        "assumed": False,
+    }

@@ -14,10 +14,15 @@ from review_data import MINIMAL, variant
 from fencepost.contracts import (
     Adjust,
     ContractError,
+    ContractErrors,
     CoordinateKind,
+    Delay,
+    Evidence,
     Guarantee,
     Surface,
+    Ties,
     UnknownContract,
+    every_error,
     load_contract,
     parse_contract,
     read_contract_file,
@@ -64,7 +69,11 @@ def test_every_required_provider_ships_and_loads() -> None:
         contract = load_contract(name)
         assert contract.provider.name == name
         assert contract.origin == f"contracts/{name}.toml"
-        assert contract.sources, f"{name} cites no sources"
+        # a contract with no source is an example whose every fact is assumed
+        facts = [contract.order_facts.assumed, contract.partitions.assumed]
+        facts += [b.assumed for b in contract.boundaries.values()]
+        facts += [c.assumed for c in contract.claims.values()]
+        assert contract.sources or all(facts), f"{name} cites no sources"
 
 
 def test_shipped_urls_are_https_and_sources_are_all_cited() -> None:
@@ -102,6 +111,8 @@ def test_unknown_top_level_field_suggests_the_close_name() -> None:
     assert err.field == "partitons"
     assert "did you mean 'partitions'?" in err.problem
     assert err.line == line_of(text, "[partitons]")
+    # and, in the same run, what the typo leaves missing
+    assert [e.field for e in every_error(err)] == ["partitons", "partitions"]
 
 
 def test_unknown_field_in_a_named_table_names_its_line() -> None:
@@ -208,6 +219,52 @@ def test_missing_required_table() -> None:
     err = error_of(text)
     assert err.field == "paging"  # the unknown table is reported first, with a suggestion
     assert "did you mean 'pagination'?" in err.problem
+    (_, missing) = every_error(err)
+    assert missing.field == "pagination" and missing.problem == "missing required field"
+
+
+def test_every_mistake_of_a_file_is_reported_at_once() -> None:
+    """Three mistakes in three places (a choice, an unknown key, a citation): all three,
+    each with its own line, in the order of the file; the first fix is not a precondition
+    for seeing the second."""
+    text = variant(
+        BASE,
+        ('guarantee = "final"', 'guarantee = "finale"'),
+        ('meaning = "read from this offset (inclusive)"', 'meening = "read from this offset"'),
+        (
+            'unit = "log"\norder = "shared"\nfrontier = "scalar"\ncite = ["ledger-docs"]',
+            'unit = "log"\norder = "shared"\nfrontier = "scalar"\ncite = ["ledger-doc"]',
+        ),
+    )
+    err = error_of(text)
+    errors = every_error(err)
+    assert isinstance(err, ContractErrors)
+    assert [(e.field, e.line) for e in errors] == [
+        ("boundaries.from.meening", line_of(text, "meening")),
+        ("boundaries.from.meaning", line_of(text, "[boundaries.from]")),
+        ("claims.durable.guarantee", line_of(text, '"finale"')),
+        ("partitions.cite", line_of(text, '"ledger-doc"]')),
+    ]
+    assert "did you mean 'final'?" in errors[2].problem
+    assert "did you mean 'ledger-docs'?" in errors[3].problem
+    assert str(err).count("\n") == 3 and str(err).startswith("c.toml:")
+
+
+def test_two_mistakes_in_one_table_are_both_reported() -> None:
+    text = variant(
+        BASE,
+        ('guarantee = "final"', 'guarantee = "finale"'),
+        ('as = "before"', 'as = "thru"'),
+    )
+    assert [e.field for e in every_error(error_of(text))] == [
+        "claims.durable.guarantee",
+        "claims.durable.as",
+    ]
+
+
+def test_a_broken_boundary_is_not_also_reported_as_unknown_by_its_claims() -> None:
+    text = variant(BASE, ('surface = "record"', 'surface = "recrod"'))
+    assert [e.field for e in every_error(error_of(text))] == ["boundaries.next-offset.surface"]
 
 
 def test_string_orders_refuse_successor_and_adjust() -> None:
@@ -303,3 +360,123 @@ def test_infinity_is_never_a_coordinate() -> None:
     err = error_of(variant(BASE, ("example = 100", "example = inf")))
     assert err.field == "order.example"
     assert err.value == math.inf
+
+
+# --- evidence and the [cursor] facts ----------------------------------------------------------
+
+TIME_ORDER = (
+    'kind = "integer"\nsuccessor = true\nresolution = "one offset per entry"',
+    'kind = "integer"\nsuccessor = false\nresolution = "nanoseconds"\nencoding = "rfc3339"',
+)
+EXAMPLE_TIME = ("example = 100", 'example = "2024-05-01T12:00:00Z"')
+NO_SUCCESSOR_RESUME = ('[resume.through]\nboundary = "from"\nadjust = "successor"\n', "")
+
+
+#: The template without its [cursor] tables, so a test can write its own.
+NO_CURSOR = BASE[: BASE.index("# What a sync tool")]
+
+
+def with_cursor(cursor: str, *, time: bool = True) -> str:
+    edits = [TIME_ORDER, EXAMPLE_TIME, NO_SUCCESSOR_RESUME] if time else []
+    return variant(NO_CURSOR, *edits) + "\n" + cursor
+
+
+def test_cursor_facts_with_durations_on_a_timestamp_order() -> None:
+    contract = parse_contract(
+        with_cursor(
+            '[cursor]\nfield = "updated_at"\n'
+            '[cursor.late_commits]\nmax_delay = "10s"\ncite = ["ledger-docs"]\n'
+            '[cursor.precision]\nstored = "1ms"\nquery = "1s"\nassumed = true\n'
+            '[cursor.mutability]\nmutable = "unknown"\n'
+            "[cursor.new_partitions]\nold_rows = true\n"
+            '[cursor.horizon]\nboundary = "next-offset"\nassumed = true\n'
+            "[cursor.reads]\nsnapshot = false\n"
+        ),
+        "c.toml",
+    )
+    c = contract.cursor
+    assert c.field == "updated_at"
+    assert c.late_commits is not None and c.late_commits.max_delay == 10 * 10**9
+    assert c.late_commits.evidence == Evidence(("ledger-docs",), False)
+    assert c.precision is not None and (c.precision.stored, c.precision.query) == (10**6, 10**9)
+    assert c.precision.finer and c.precision.evidence.assumed
+    assert c.mutability is not None and c.mutability.mutable is None
+    assert c.new_partitions is not None and c.new_partitions.old_rows is True
+    assert c.horizon is not None and c.horizon.boundary == "next-offset"
+    assert c.reads is not None and c.reads.snapshot is False
+
+
+def test_late_commits_unbounded_unknown_and_integer_bounds() -> None:
+    for word in ("unbounded", "unknown"):
+        c = parse_contract(with_cursor(f'[cursor.late_commits]\nmax_delay = "{word}"\n')).cursor
+        assert c.late_commits is not None and c.late_commits.delay is Delay(word)
+        assert c.late_commits.max_delay is None and c.late_commits.possible is (word != "unknown")
+    c = parse_contract(with_cursor("[cursor.late_commits]\nmax_delay = 5\n", time=False)).cursor
+    assert c.late_commits is not None and c.late_commits.max_delay == 5
+    zero = parse_contract(with_cursor("[cursor.late_commits]\nmax_delay = 0\n")).cursor
+    assert zero.late_commits is not None and not zero.late_commits.possible
+
+
+@pytest.mark.parametrize(
+    ("cursor", "time", "field", "problem"),
+    [
+        ("[cursor.late_commits]\nmax_delay = 10\n", True, "max_delay", "with its unit"),
+        ('[cursor.late_commits]\nmax_delay = "10 sec"\n', True, "max_delay", "with its unit"),
+        ('[cursor.late_commits]\nmax_delay = "10s"\n', False, "max_delay", "timestamp orders"),
+        ('[cursor.precision]\nstored = "0.5ns"\nquery = "1s"\n', True, "stored", "nanoseconds"),
+        ('[cursor.mutability]\nmutable = "yes"\n', True, "mutable", '"unknown"'),
+        ('[cursor.horizon]\nboundary = "from"\n', True, "boundary", "is a parameter"),
+        ('[cursor.reads]\nsnapshot = true\ncite = "ledger-docs"\n', True, "cite", "source ids"),
+        (
+            '[cursor.late_commits]\nmax_delay = "1s"\ncite = ["ledger-docs"]\nassumed = true\n',
+            True,
+            "assumed",
+            "not both",
+        ),
+        ('[cursor.late_commit]\nmax_delay = "1s"\n', True, "late_commit", "late_commits"),
+    ],
+)
+def test_cursor_mistakes_name_the_field(cursor: str, time: bool, field: str, problem: str) -> None:
+    err = error_of(with_cursor(cursor, time=time))
+    assert err.field.startswith("cursor.") and err.field.endswith(field), err
+    assert problem in str(err)
+
+
+def test_a_fact_can_carry_its_own_evidence() -> None:
+    text = variant(
+        BASE,
+        (
+            "shared_positions = false",
+            'shared_positions = true\nties = { value = "atomic", cite = ["ledger-docs"] }',
+        ),
+        ("successor = true", "successor = { value = true, assumed = true }"),
+    )
+    order = parse_contract(text).order_facts
+    assert order.ties is Ties.ATOMIC and order.successor is True
+    assert order.evidence_of("ties", own_only=True) == Evidence(("ledger-docs",), False)
+    assert order.evidence_of("successor") == Evidence((), True)
+    # without its own evidence, ties has none: the order's cite documents the coordinate
+    plain = parse_contract(
+        variant(BASE, ("shared_positions = false", 'shared_positions = true\nties = "atomic"'))
+    )
+    assert plain.order_facts.evidence_of("ties", own_only=True) == Evidence()
+    assert plain.order_facts.evidence_of("shared_positions").cite == ("ledger-docs",)
+
+
+def test_a_fact_table_without_evidence_is_refused() -> None:
+    err = error_of(variant(BASE, ("successor = true", "successor = { value = true }")))
+    assert err.field == "order.successor" and "cite" in err.problem
+
+
+def test_assumed_replaces_cite_in_every_fact_table() -> None:
+    text = variant(
+        BASE,
+        (
+            'statement = "entries before the next offset are durable and will never change"\n'
+            'cite = ["ledger-docs"]',
+            'statement = "entries before the next offset are durable and will never change"\n'
+            "assumed = true",
+        ),
+    )
+    claim = parse_contract(text).claims["durable"]
+    assert claim.cite == () and claim.assumed and claim.evidence.supported

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from fencepost.contracts import load_contract, shipped_contract_names
-from fencepost.review.rules import review_contract
+from fencepost.review.rules import review_contract, review_full
 
 E, W, N = "error", "warning", "note"
 
@@ -48,6 +48,11 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     # Claims from the snapshot's xmin: before, final, continuous; ties atomic (one xid per
     # transaction, all its rows visible at once); xid8 never wraps. Nothing to find.
     "postgres-outbox": [],
+    # Examples for sync tools (fencepost review --tool): a REST list and a table polled by
+    # updated_at state no finality (the greatest value read is only observed), and many rows
+    # share one updated_at with no tie rule (only before cuts are derived).
+    "rest-updated-at": [("no-finality", E), ("ties-unhandled", W)],
+    "postgres-updated-at": [("no-finality", E), ("ties-unhandled", W)],
 }
 
 
@@ -64,7 +69,33 @@ def test_findings_per_provider(name: str) -> None:
         assert f.witness is None or f.witness.verify()
 
 
+def test_what_the_shipped_verdicts_rest_on() -> None:
+    """The outbox's finality rests on its cited horizon (xmin); the examples' cursor facts
+    are assumed where no document can say them, and the review says so."""
+    outbox = review_full(load_contract("postgres-outbox"))
+    horizon = next(r for r in outbox.rests_on if r.where == "cursor.horizon")
+    assert horizon.evidence.cite == ("functions-info",)
+    assert [rule for rule, _, _ in horizon.breaks] == ["late-commit-finality"]
+    cockroach = review_full(load_contract("cockroachdb"))
+    ties = next(r for r in cockroach.rests_on if r.where == "order.ties")
+    assert ties.evidence.cite and ("ties-unhandled", "warning") in {
+        (rule, sev.value) for rule, sev, _ in ties.breaks
+    }
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_no_shipped_fact_is_uncited(name: str) -> None:
     findings = review_contract(load_contract(name))
     assert not [f for f in findings if f.rule == "uncited-fact"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_cheap_review_finds_what_the_full_one_does(name: str) -> None:
+    """review_contract negates only the declarations without evidence; the findings must be
+    those of the full review, which negates every one to list what the verdict rests on."""
+    contract = load_contract(name)
+    full = review_full(contract)
+    assert review_contract(contract) == full.findings
+    unsupported = review_full(contract, rests_on=False).rests_on
+    assert {r.where for r in unsupported} <= {r.where for r in full.rests_on}
+    assert all(not r.evidence.supported for r in unsupported)

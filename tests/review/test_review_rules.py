@@ -1,6 +1,6 @@
 """Every rule has teeth: one broken variant of a clean contract per rule, and nothing else.
 
-Each case edits ``minimal-ok.toml`` (which has no findings) and states, by hand,
+Each case edits the ``minimal`` template (which has no findings) and states, by hand,
 the exact findings the edit must cause. Errors about truth must carry a witness
 that verifies independently of Z3.
 """
@@ -8,13 +8,26 @@ that verifies independently of Z3.
 from __future__ import annotations
 
 import pytest
-from review_data import minimal_variant
+from review_data import DATA, minimal_variant, variant
 
+from fencepost.contracts import parse_contract
 from fencepost.review.findings import Severity
 from fencepost.review.rules import RULES, review_contract
 
 E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTE
 WITH_CITE = '\ncite = ["ledger-docs"]'
+LATE = ("max_delay = 0", "max_delay = 5")
+HORIZON = '\n\n[cursor.horizon]\nboundary = "next-offset"\ncite = ["ledger-docs"]'
+FINAL_STATEMENT = 'statement = "entries before the next offset are durable and will never change"'
+UNCITED_FINAL = (FINAL_STATEMENT + '\ncite = ["ledger-docs"]', FINAL_STATEMENT)
+ASSUMED_FINAL = (FINAL_STATEMENT + '\ncite = ["ledger-docs"]', FINAL_STATEMENT + "\nassumed = true")
+NO_ANSWERS = (
+    '\n[cursor.late_commits]\nmax_delay = 0\nstatement = "an entry is visible once it has its '
+    'offset: offsets are assigned in commit order"\ncite = ["ledger-docs"]\n\n'
+    '[cursor.mutability]\nmutable = false\nstatement = "entries are appended, never changed"\n'
+    'cite = ["ledger-docs"]\n',
+    "",
+)
 
 
 def unconfirmed(field: str, extra: str = "") -> tuple[str, str]:
@@ -78,11 +91,78 @@ CASES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, Severity]]]] = {
     ),
     "ties-handled/atomic-is-clean": (
         [
-            ("shared_positions = false", 'shared_positions = true\nties = "atomic"'),
+            (
+                "shared_positions = false",
+                'shared_positions = true\nties = { value = "atomic", cite = ["ledger-docs"] }',
+            ),
             ('cut = "before"\nmeaning = "every', 'cut = "through"\nmeaning = "every'),
             ('as = "before"', 'as = "through"'),
         ],
         [],
+    ),
+    "ties-handled/atomic-assumed-is-clean": (
+        [
+            (
+                "shared_positions = false",
+                'shared_positions = true\nties = { value = "atomic", assumed = true }',
+            ),
+            ('cut = "before"\nmeaning = "every', 'cut = "through"\nmeaning = "every'),
+            ('as = "before"', 'as = "through"'),
+        ],
+        [],
+    ),
+    # issue 23: ties = "atomic" written plainly made a REST contract review clean; the
+    # order's cite documents the coordinate, not how boundaries treat its events.
+    "declaration-unsupported/ties": (
+        [
+            ("shared_positions = false", 'shared_positions = true\nties = "atomic"'),
+            ('cut = "before"\nmeaning = "every', 'cut = "through"\nmeaning = "every'),
+            ('as = "before"', 'as = "through"'),
+        ],
+        [("declaration-unsupported", E)],
+    ),
+    # only before cuts are derived: if ties were not atomic, only a warning would appear.
+    "declaration-unsupported/ties-warning": (
+        [("shared_positions = false", 'shared_positions = true\nties = "atomic"')],
+        [("declaration-unsupported", W)],
+    ),
+    # a final claim with no citation: what breaks is the claim itself. The template
+    # answers the questions its truth depends on (late commits, mutability).
+    "declaration-unsupported/final": (
+        [UNCITED_FINAL],
+        [("declaration-unsupported", E)],
+    ),
+    # the same claim, silent on late commits and mutability: the questions are asked
+    "unanswered-question/final-uncited": (
+        [UNCITED_FINAL, NO_ANSWERS],
+        [
+            ("declaration-unsupported", E),
+            ("unanswered-question", W),
+            ("unanswered-question", W),
+        ],
+    ),
+    # assumed instead of cited: no declaration finding, but the questions are still asked
+    "unanswered-question": (
+        [ASSUMED_FINAL, NO_ANSWERS],
+        [("unanswered-question", W), ("unanswered-question", W)],
+    ),
+    "unanswered-question/answered": ([ASSUMED_FINAL], []),
+    # rows commit late, and the final claim is not the certified horizon
+    "late-commit-finality": ([LATE], [("late-commit-finality", E)]),
+    "late-commit-finality/horizon-is-clean": (
+        [LATE, ('event_id = "offset"', 'event_id = "offset"' + HORIZON)],
+        [],
+    ),
+    # the horizon without evidence: the verdict rests on it (the late claim would be an error)
+    "declaration-unsupported/horizon": (
+        [
+            LATE,
+            (
+                'event_id = "offset"',
+                'event_id = "offset"' + HORIZON.replace('\ncite = ["ledger-docs"]', ""),
+            ),
+        ],
+        [("declaration-unsupported", E)],
     ),
     "caught-up-finality": (
         [('guarantee = "final"', 'guarantee = "caught-up"')],
@@ -180,8 +260,19 @@ CASES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, Severity]]]] = {
         [("unconfirmed-unresolved", W)],
     ),
     "uncited-fact": (
-        [('example = 100\ncite = ["ledger-docs"]', "example = 100")],
+        [
+            (
+                'meaning = "read from this offset (inclusive)"\ncite = ["ledger-docs"]',
+                'meaning = "read from this offset (inclusive)"',
+            )
+        ],
         [("uncited-fact", W)],
+    ),
+    # the order uncited: its load-bearing facts (successor, unique positions) are questioned,
+    # one finding each, and the plain uncited-fact warning is folded into them
+    "declaration-unsupported/order": (
+        [('example = 100\ncite = ["ledger-docs"]', "example = 100")],
+        [("declaration-unsupported", E), ("declaration-unsupported", W)],
     ),
     "no-event-id": (
         [('event_id = "offset"', "")],
@@ -239,7 +330,7 @@ def test_every_rule_has_a_case_that_fires_it() -> None:
 
 def test_rule_ids_are_stable_and_unique() -> None:
     ids = [rule.id for rule in RULES]
-    assert len(ids) == len(set(ids)) == 16
+    assert len(ids) == len(set(ids)) == 19
     for rule in RULES:
         assert rule.id == rule.id.lower() and " " not in rule.id
         assert rule.title and rule.why
@@ -255,3 +346,28 @@ def test_findings_are_sorted_most_severe_first() -> None:
     )
     ranks = [f.severity.rank for f in findings]
     assert ranks == sorted(ranks) and ranks[0] == 0
+
+
+def test_a_rest_contract_leaning_on_bare_declarations_is_questioned() -> None:
+    """Issue 23: ties = "atomic" (false for a limit-paginated list) made a REST updated_at
+    contract review clean; a final page end was never questioned."""
+    path = DATA / "rest-ties-atomic-bad.toml"
+    text = path.read_text(encoding="utf-8")
+    findings = review_contract(parse_contract(text, str(path)))
+    assert sorted((f.rule, f.severity.value, f.where) for f in findings) == [
+        ("declaration-unsupported", "error", "claims.page-end.guarantee"),
+        ("declaration-unsupported", "error", "order.ties"),
+        ("resume-missing", "note", "resume"),
+        ("unanswered-question", "warning", "cursor.late_commits"),
+        ("unanswered-question", "warning", "cursor.mutability"),
+    ]
+    ties = next(f for f in findings if f.where == "order.ties")
+    assert ties.witness is not None and ties.witness.verify()
+    assert "ties-unhandled (error)" in ties.explanation
+    # stating the ties' evidence settles that finding and nothing else
+    cited = variant(text, ('ties = "atomic"', 'ties = { value = "atomic", cite = ["api-docs"] }'))
+    assert "order.ties" not in {f.where for f in review_contract(parse_contract(cited))}
+    # answering that rows commit late makes the final page end a contradiction
+    late = cited + '\n[cursor.late_commits]\nmax_delay = "10s"\ncite = ["api-docs"]\n'
+    rules = {f.rule for f in review_contract(parse_contract(late))}
+    assert "late-commit-finality" in rules

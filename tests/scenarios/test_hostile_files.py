@@ -23,7 +23,7 @@ from fencepost.scenarios.spec import ScenarioError
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = (REPO / "scenarios" / "successor-tie-ok.toml").read_text(encoding="utf-8")
-CONTRACT = (REPO / "tests" / "review" / "data" / "minimal-ok.toml").read_text(encoding="utf-8")
+CONTRACT = (REPO / "contracts" / "templates" / "minimal.toml").read_text(encoding="utf-8")
 
 DEEP_ARRAY = "[" * 5000 + "]" * 5000
 DEEP_TABLE = "{a = " * 3000 + "1" + "}" * 3000
