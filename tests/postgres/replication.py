@@ -72,8 +72,14 @@ def server_binaries() -> Path:
     ]
     if found:
         return max(found, key=version)
-    from pgserver._commands import POSTGRES_BIN_PATH
-
+    try:
+        from pgserver._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        raise AssertionError(
+            "no PostgreSQL server binaries: install the machine's server (initdb, "
+            "pg_basebackup under /usr/lib/postgresql/N/bin) or the test extras "
+            "(pip install -e '.[test]', which bring pgserver's)"
+        ) from None
     return Path(POSTGRES_BIN_PATH)
 
 
