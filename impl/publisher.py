@@ -36,6 +36,12 @@ revision it read. What it guarantees:
 - **Bounded.** At most ``max_retries`` retries (after a conflict, a lost
   response, a read timeout); then ``gave_up``, with whatever the attempt
   authoritatively knows and nothing it does not.
+- **Never from a store that went back, when guarded.** With
+  ``guard=FrontierGuard()`` (:mod:`fencepost.impl.frontier_guard`, opt-in) every
+  record the store answers is checked against the furthest one this publisher
+  saw, and an attempt that meets a store behind it (a standby promoted after
+  asynchronous replication, a restored backup) raises
+  :class:`~fencepost.impl.frontier_guard.StoreRegressed` before writing anything.
 
 Every decision is logged as one JSON line (logger ``fencepost.publisher``) with
 stream, worker, op_id, decision, epoch, cut and revision.
@@ -52,6 +58,7 @@ from typing import Protocol
 
 from fencepost.impl.cuts import Cut, compare_cuts
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.frontier_guard import FrontierGuard
 from fencepost.impl.merge import MergeSummary, Withheld, WithheldReason, merge, merge_summary
 from fencepost.impl.orders import Order
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
@@ -237,6 +244,10 @@ class Publisher:
     are ``"<worker>-<n>"`` with ``n`` counting this object's writes from
     ``first_op``, so they are fresh per write and attribute a record to one
     attempt only if no other process uses the same worker name.
+
+    ``guard``: a :class:`~fencepost.impl.frontier_guard.FrontierGuard` (off by
+    default; one may be shared by the publishers of a process) that makes
+    :meth:`attempt` refuse a store whose record went back behind one seen before.
     """
 
     def __init__(
@@ -249,6 +260,7 @@ class Publisher:
         log: logging.Logger | None = None,
         *,
         first_op: int = 1,
+        guard: FrontierGuard | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise ValueError(f"policy must be a Policy (monotone or reset), got {policy!r}")
@@ -263,6 +275,7 @@ class Publisher:
         self.max_retries = max_retries
         self.log = log if log is not None else _LOG
         self._next_op = first_op
+        self.guard = guard
 
     def _op_id(self) -> str:
         op_id = f"{self.worker}-{self._next_op}"
@@ -302,8 +315,11 @@ class Publisher:
                 return result(Outcome.GAVE_UP, known, detail="retry budget spent")
             try:
                 record = self.store.read_publication(self.stream)
+                self._saw(record)
                 known = record
                 membership = self.store.read_membership(self.stream)
+                if self.guard is not None:
+                    self.guard.learn(self.stream, membership)
                 checkpoints = self._read_checkpoints(membership.epoch)
             except IndefiniteStoreError as exc:
                 retries += 1
@@ -335,6 +351,7 @@ class Publisher:
                         known,
                         detail="write response lost and the record could not be reread",
                     )
+                self._saw(authoritative)
                 known = authoritative
                 if authoritative.epoch == decision.epoch and self._at_or_past(
                     decision.order, authoritative.cut, decision.cut
@@ -346,12 +363,19 @@ class Publisher:
                 else:
                     self._emit("lost_response_epoch_changed", op_id, authoritative)
                 continue
+            self._saw(written.record)
             if isinstance(written, Applied):
                 known = written.record
                 return result(Outcome.PUBLISHED, written.record)
             known = written.record
             retries += 1
             self._emit("conflict", op_id, written.record)
+
+    def _saw(self, record: PublicationRecord) -> None:
+        """Show the guard (if any) a record the store answered; it raises if the store
+        went back (:class:`~fencepost.impl.frontier_guard.StoreRegressed`)."""
+        if self.guard is not None:
+            self.guard.observe(self.stream, record)
 
     def _read_checkpoints(self, epoch: int) -> Sequence[Checkpoint] | MergeSummary:
         """The attempt's one atomic read of ``epoch``'s checkpoints, which it decides from.
