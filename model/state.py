@@ -169,6 +169,16 @@ class Partition(NamedTuple):
     readers: tuple[Reader, ...]
 
 
+#: A partition's durable state less its readers (ground truth, checkpoints, generations,
+#: peaks): what its environment and each reader read.
+Core = tuple[Truth, tuple[Checkpoint, ...], tuple[int, ...], tuple[Cut, ...]]
+
+
+def core_of(part: Partition) -> Core:
+    """The partition less its readers: what its environment and each reader read."""
+    return (part.truth, part.checkpoints, part.generations, part.peaks)
+
+
 class Record(NamedTuple):
     """The publication record ``(epoch, cut, revision, op_id)`` of docs/semantics.md section 5."""
 
@@ -560,7 +570,7 @@ class Context:
         self.env_cache: dict[tuple[object, ...], list[tuple[Action, Any]]] = {}
         #: (partition index, reader index, epoch, core, reader) -> (action, core, reader after).
         self.reader_cache: dict[tuple[object, ...], list[tuple[Action, Any, Reader]]] = {}
-        #: (publisher index, publisher, record, epoch, merge) -> (action, publisher, write).
+        #: (publisher index, publisher, record, what it read) -> (action, publisher, write).
         self.publisher_cache: dict[tuple[object, ...], list[tuple[Action, Publisher, Any]]] = {}
         #: (epoch, partitions) -> the merge of that epoch's checkpoints.
         self.merge_cache: dict[tuple[int, tuple[Partition, ...]], tuple[str, Cut]] = {}

@@ -15,32 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from fencepost.explorer.keys import Keys, Node
+from fencepost.explorer.search import explore
 from fencepost.model.config import DEFAULTS, default_config
-from fencepost.model.explorer import explore
 from fencepost.model.invariants import INVARIANTS
-from fencepost.model.keys import _Keys, _Node
 from fencepost.model.machine import initial, successors
 from fencepost.model.mutants import MUTANTS
 from fencepost.model.sometimes import applicable
+from fencepost.model.spec import SPEC
 from fencepost.model.state import State
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "explore.py"
 
 
-def _nodes(keys: _Keys, start: State, limit: int) -> list[_Node]:
+def _nodes(keys: Keys, start: State, limit: int) -> list[Node]:
     """Breadth-first nodes of the explorer's own making, from ``start`` (at most ``limit``)."""
-    parts = [keys.parts_of(p) for p in start.partitions]
-    node: _Node = (
-        0,
-        start,
-        parts,
-        [keys.partition_id(p) for p in parts],
-        keys.publisher_ids_of(start),
-        keys.head(start.epoch, start.record, start.history),
-        [keys.publisher_cid(p) for p in start.publishers],
-        keys.record_cid(start.record),
-    )
-    out = [node]
+    out = [keys.node(start)]
     seen = {start}
     for node in out:
         for cand in keys.candidates(node)[1]:
@@ -55,7 +45,7 @@ def _nodes(keys: _Keys, start: State, limit: int) -> list[_Node]:
 def test_candidates_are_the_models_successors_in_order(part: str) -> None:
     """Each candidate builds exactly the state successors() gives at its position, and its
     key is the key a state built from scratch gets (the ids carried along are right)."""
-    keys = _Keys(symmetry=True)
+    keys = Keys(SPEC.factored, symmetry=True)
     for node in _nodes(keys, initial(DEFAULTS[part]), 1500):
         state = node[1]
         moves, cands = keys.candidates(node)
@@ -66,14 +56,11 @@ def test_candidates_are_the_models_successors_in_order(part: str) -> None:
             assert cand[0] == m and cand[1] == action
             built = keys.build(node, cand, 0)
             assert built[1] == new
-            fresh = [keys.parts_of(p) for p in new.partitions]
-            assert built[2] == fresh
-            key = keys.key(
-                keys.head(new.epoch, new.record, new.history),
-                [keys.partition_id(p) for p in fresh],
-                keys.publisher_ids_of(new),
-            )
-            assert cand[2] == key
+            # Every id carried along (parts, head, publishers, record) is the one a node
+            # interned from scratch gets, and so is the key.
+            fresh = keys.node(new)
+            assert built == fresh
+            assert cand[2] == keys.key(fresh[5], fresh[3], fresh[4])
 
 
 def _states() -> list[State]:

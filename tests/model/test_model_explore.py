@@ -13,8 +13,13 @@ from collections.abc import Hashable
 
 import pytest
 
-from fencepost.model.config import DEFAULTS, ModelConfig, default_config
-from fencepost.model.explorer import (
+from fencepost.explorer.render import (
+    counterexample_dot,
+    graphs_dot,
+    render_counterexample,
+    render_unreached,
+)
+from fencepost.explorer.search import (
     HOLDS,
     INCOMPLETE,
     VACUOUS,
@@ -23,16 +28,11 @@ from fencepost.model.explorer import (
     explore,
     explore_parts,
 )
+from fencepost.model.canonical import canonical_key
+from fencepost.model.config import DEFAULTS, ModelConfig, default_config
 from fencepost.model.invariants import INVARIANTS, violations
-from fencepost.model.keys import canonical_key
 from fencepost.model.machine import initial, step, successors
 from fencepost.model.mutants import MUTANTS
-from fencepost.model.render import (
-    counterexample_dot,
-    graphs_dot,
-    render_counterexample,
-    render_unreached,
-)
 from fencepost.model.sometimes import SOMETIMES, applicable
 from fencepost.model.state import State
 
