@@ -131,8 +131,9 @@ class Keys:
         self.publisher_keys: dict[Hashable, int] = {}
         self.heads: dict[Head, int] = {}
         self.head_parts: list[Head] = []
-        #: head id -> the head id once the membership moves to the next epoch.
-        self.next_heads: dict[int, int] = {}
+        #: head id -> the moves to the next epoch that change no partition, and the head id
+        #: once the membership moves to the next epoch.
+        self.head_moves: dict[int, tuple[list[Action], int]] = {}
         #: (i, epoch, core id) -> the environment's moves, with the core id after each; and
         #: the moves to the next epoch into partition i, with the core id after each.
         self.env_memo: dict[
@@ -144,8 +145,6 @@ class Keys:
             tuple[int, int, int],
             tuple[list[tuple[Action, tuple[int], int]], list[tuple[Action, int]]],
         ] = {}
-        #: epoch -> the moves to the next epoch that change no partition.
-        self.membership_memo: dict[int, list[Action]] = {}
         #: (i, epoch, core id, reader id) -> the moves of the first reader met in that state.
         self.reader_any: dict[tuple[int, ...], list[tuple[Action, int, int]]] = {}
         #: (i, j, epoch, core id, reader id) -> reader j's moves, with core and reader ids.
@@ -316,17 +315,14 @@ class Keys:
             got = self.alone_memo[probe] = (alone, into)
         return got
 
-    def _membership(self, ctx: Context, epoch: int) -> list[Action]:
-        got = self.membership_memo.get(epoch)
+    def _head_moves(self, state: State, head: int) -> tuple[list[Action], int]:
+        """The moves of ``state`` to the next epoch that change no partition, and the head
+        id once the membership moves on (memoized per head: the head holds the epoch)."""
+        got = self.head_moves.get(head)
         if got is None:
-            got = self.membership_memo[epoch] = self.membership_moves(ctx, epoch)
-        return got
-
-    def _next_head(self, head: int) -> int:
-        got = self.next_heads.get(head)
-        if got is None:
-            got = self.head_id(self.head_resharded(self.head_parts[head]))
-            self.next_heads[head] = got
+            moves = self.membership_moves(state.context, state.epoch)
+            got = (moves, self.head_id(self.head_resharded(self.head_parts[head])))
+            self.head_moves[head] = got
         return got
 
     def _reader(
@@ -349,24 +345,23 @@ class Keys:
             self.reader_memo[probe] = got
         return got
 
-    def _publisher(self, node: Node, k: int) -> list[tuple[Action, int, int, Any, int]]:
-        """Publisher ``k``'s moves as (action, its interned id after, its abstract id after,
-        the write, the record's interned id after), memoized per what the model says the
-        step reads, named by ids."""
-        _, state, parts, _, _, _, qcs, rc = node
-        qc = qcs[k]
-        need, epoch = self.publisher_needs[qc]
-        seen: object = 0
-        if need == READS_EPOCH:
-            seen = state.epoch
-        elif need != READS_RECORD:
-            # The merge reads the checkpoints: the cores.
-            probe_merge = (epoch, *[p[0] for p in parts])
-            seen = self.merged.get(probe_merge)
-            if seen is None:
-                cores = self.cores
-                seen = self.merge_cores(state.context, epoch, [cores[p[0]] for p in parts])
-                self.merged[probe_merge] = seen
+    def _merged(self, state: State, parts: list[tuple[int, ...]], epoch: int) -> object:
+        """The merge of ``epoch``'s checkpoints, memoized per the cores it reads (by ids)."""
+        probe = (epoch, *[p[0] for p in parts])
+        got = self.merged.get(probe)
+        if got is None:
+            cores = self.cores
+            got = self.merge_cores(state.context, epoch, [cores[p[0]] for p in parts])
+            self.merged[probe] = got
+        return got
+
+    def _publisher(
+        self, state: State, k: int, qc: int, rc: int, seen: object
+    ) -> list[tuple[Action, int, int, Any, int]]:
+        """Publisher ``k``'s moves when it is ``qc`` and the record ``rc`` (interned ids) and
+        it reads ``seen`` besides (what the model's ``publisher_reads`` names), as (action,
+        its interned id after, its abstract id after, the write, the record's interned id
+        after); memoized per those."""
         probe = (k, qc, rc, seen)
         got = self.publisher_memo.get(probe)
         if got is None:
@@ -415,7 +410,8 @@ class Keys:
         partition, reader and publisher; per successor a few small-int tuples,
         dict probes and a sort of a few ints.
         """
-        _, state, parts, pids, qids, head, qcs, _ = node
+        _, state, parts, pids, qids, head, qcs, rc = node
+        epoch = state.epoch
         m = -1
         fresh = seen is not None
         box: set[tuple[int, ...]] = set() if seen is None else seen
@@ -428,12 +424,16 @@ class Keys:
         known = self.partition_ids.get
         new_parts: tuple[int, ...]
         got: int | None
+        # The memo probes are made here, the methods called on a miss only (a call per
+        # partition, reader and publisher per state costs a few percent).
+        membership, next_head = self.head_moves.get(head) or self._head_moves(state, head)
+        alone_memo, env_memo, reader_memo = self.alone_memo, self.env_memo, self.reader_memo
         single = len(pids) == 1  # one partition: its id is the key's whole middle
         reshards: list[tuple[int, list[tuple[Action, int]]]] = []
         for i, mine in enumerate(parts):
             core = mine[0]
             if len(mine) == 1:  # no readers: the new partition's id is memoized too
-                alone, into = self._alone(state, i, core)
+                alone, into = alone_memo.get((i, epoch, core)) or self._alone(state, i, core)
                 if into:
                     reshards.append((i, into))
                 for act, new_parts, pid in alone:
@@ -452,13 +452,14 @@ class Keys:
                         box.add(key)
                     append((m, act, key, LOCAL, i, new_parts))
                 continue
-            moves, into = self._environment(state, i, core)
+            moves, into = env_memo.get((i, epoch, core)) or self._environment(state, i, core)
             if into:
                 reshards.append((i, into))
             for act, new_core in moves:
                 new_parts = (new_core, *mine[1:])
                 ps = pids.copy()
-                ps[i] = partition_id(new_parts)
+                got = known(new_parts)
+                ps[i] = partition_id(new_parts) if got is None else got
                 if sym:
                     ps.sort()
                 key = (head, *ps, *sq)
@@ -470,7 +471,10 @@ class Keys:
                 append((m, act, key, LOCAL, i, new_parts))
             for j in range(1, len(mine)):
                 before, after = mine[1:j], mine[j + 1 :]
-                for act, new_core, new_reader in self._reader(state, i, j - 1, core, mine[j]):
+                steps = reader_memo.get((i, j - 1, epoch, core, mine[j]))
+                if steps is None:
+                    steps = self._reader(state, i, j - 1, core, mine[j])
+                for act, new_core, new_reader in steps:
                     new_parts = (new_core, *before, new_reader, *after)
                     got = known(new_parts)
                     if got is None:
@@ -489,9 +493,7 @@ class Keys:
                             continue
                         box.add(key)
                     append((m, act, key, LOCAL, i, new_parts))
-        membership = self._membership(state.context, state.epoch)
         if membership or reshards:
-            next_head = self._next_head(head)
             for act in membership:
                 m += 1
                 key = (next_head, *sp, *sq)
@@ -504,7 +506,8 @@ class Keys:
                 for act, new_core in into:
                     new_parts = (new_core, *parts[i][1:])
                     ps = pids.copy()
-                    ps[i] = partition_id(new_parts)
+                    got = known(new_parts)
+                    ps[i] = partition_id(new_parts) if got is None else got
                     if sym:
                         ps.sort()
                     m += 1
@@ -514,11 +517,24 @@ class Keys:
                             continue
                         box.add(key)
                     append((m, act, key, RESHARD, i, new_parts))
+        if not qcs:
+            return m + 1, out
         dropped: list[tuple[int, int]] | None = None
         dropped_rc = -1
         alone_pub = len(qcs) == 1  # one publisher: its id is the key's whole tail
-        for k in range(len(qcs)):
-            for act, new_qc, qid, write, new_rc in self._publisher(node, k):
+        needs, publisher_memo = self.publisher_needs, self.publisher_memo
+        for k, qc in enumerate(qcs):
+            need, at = needs[qc]
+            if need == READS_RECORD:
+                reads: object = 0
+            elif need == READS_EPOCH:
+                reads = epoch
+            else:
+                reads = self._merged(state, parts, at)
+            pub_moves = publisher_memo.get((k, qc, rc, reads))
+            if pub_moves is None:
+                pub_moves = self._publisher(state, k, qc, rc, reads)
+            for act, new_qc, qid, write, new_rc in pub_moves:
                 if write is None:
                     if alone_pub:
                         key = (head, *sp, qid)
@@ -575,7 +591,7 @@ class Keys:
             return (number, new, parts, pids, qs, key_head, cs, new_rc)
         if payload is None:  # a membership move: no partition changes
             new = self.resharded(state, -1, None)
-            return (number, new, parts, pids, qids, self._next_head(head), qcs, rc)
+            return (number, new, parts, pids, qids, self._head_moves(state, head)[1], qcs, rc)
         ns = parts.copy()
         ns[index] = payload
         ps = pids.copy()
@@ -585,4 +601,4 @@ class Keys:
         if kind == LOCAL:
             return (number, self.with_partition(state, index, part), ns, ps, qids, head, qcs, rc)
         new = self.resharded(state, index, part)
-        return (number, new, ns, ps, qids, self._next_head(head), qcs, rc)
+        return (number, new, ns, ps, qids, self._head_moves(state, head)[1], qcs, rc)

@@ -27,9 +27,9 @@ Two layers:
   these parts and reads a few. Each function is pure in its arguments, so a
   checker may memoize it on them (by ids of its own), and compute a successor's
   key from its parent's parts without building the successor. Nothing here
-  adds a transition: the tests check that these moves, in this order, are
-  :attr:`Spec.successors` (``tests/model/test_explore_speed.py``) and change
-  only the fields they declare (``tests/explorer/test_interface.py``).
+  adds a transition: ``tests/model/test_explore_speed.py`` checks that these
+  moves, composed in this order, are :attr:`Spec.successors`, and that each
+  changes only the fields it declares.
 
 Adding an invariant or a sometimes property changes nothing here
 (docs/model.md, "Model and checker").
