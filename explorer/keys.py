@@ -409,6 +409,13 @@ class Keys:
         built here (:meth:`build` builds one). Costs per state one memo probe per
         partition, reader and publisher; per successor a few small-int tuples,
         dict probes and a sort of a few ints.
+
+        The check against ``seen`` is written out at each of the seven places a
+        candidate is listed, not once: most candidates are duplicates (five in six
+        in the publication part), and listing every one to check them in a single
+        loop of the explorer costs each a tuple and a loop turn. Measured (CPU
+        time, median of 9 rounds alternating in one process): 0.949 of this speed
+        on the publication part, 0.971 on ingest, 1.007 on composed.
         """
         _, state, parts, pids, qids, head, qcs, rc = node
         epoch = state.epoch

@@ -29,8 +29,10 @@ old-epoch checkpoint untrue in the new epoch. Checkpoints are keyed per
 
 Every transition is an :class:`~fencepost.model.state.Action` carrying all of
 its nondeterministic choices, so :func:`step` is a function. :func:`successors`
-yields ``(action, next_state)`` pairs for the explorer; :func:`actions` and
+yields ``(action, next_state)`` pairs for checkers; :func:`actions` and
 :func:`step` expose the same relation one edge at a time for drivers outside.
+A checker is handed these, and the same relation factored by what each move
+reads, through :mod:`fencepost.model.spec`.
 
 Faults are transitions: "applied, response lost", "not applied, response
 lost", "response timed out while the write is in flight" (applied later or
@@ -142,8 +144,9 @@ def successors(state: State) -> Successors:
     the reshard, then publishers.
 
     Composed from :func:`local_moves`, :func:`reshard_moves` and
-    :func:`publisher_moves` (the explorer uses those directly, so that it only
-    builds the states it has not seen).
+    :func:`publisher_moves` (a checker is handed their parts,
+    :class:`fencepost.model.spec.Factored`, so that it only builds the states it
+    has not seen).
     """
     ctx = state.context
     e = state.epoch

@@ -59,7 +59,7 @@ def merge_cores(ctx: Context, epoch: int, cores: Sequence[Core]) -> tuple[str, C
     """:func:`merge` of ``epoch`` over the partitions whose cores these are (in order).
 
     The merge reads the checkpoints only, so it is a function of the cores
-    (:func:`~fencepost.model.machine.core_of`): a checker may memoize it on them.
+    (:func:`~fencepost.model.state.core_of`): a checker may memoize it on them.
     """
     return _merge(ctx, [core[1] for core in cores], epoch)
 

@@ -148,7 +148,8 @@ class Reader(NamedTuple):
     expected: int
 
 
-#: Readers before this field index are compared as they are by the explorer's keys.
+#: Readers before this field index are compared as they are by the canonical key
+#: (:mod:`fencepost.model.canonical`).
 READER_EXPECTED = 10
 
 
@@ -220,7 +221,7 @@ class Publisher(NamedTuple):
     attempt: int
 
 
-#: Publisher fields before this index are its local state as the explorer's keys see
+#: Publisher fields before this index are its local state as the canonical key sees
 #: it; the rest (revision read, the in-flight write's revision and op id, the
 #: attempt counter) are numbering the keys abstract away.
 PUBLISHER_LOCAL = 12
