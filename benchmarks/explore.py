@@ -56,8 +56,8 @@ from collections import deque
 
 from baseline import rounds
 
+from fencepost.explorer.search import explore, memory_in_use
 from fencepost.model.config import DEFAULTS, ModelConfig, default_config
-from fencepost.model.explorer import explore, memory_in_use
 from fencepost.model.state import context_for
 
 TARGET = 50_000

@@ -103,9 +103,9 @@ def _proofs(options: GateOptions) -> PartResult:
 
 
 def _explore(options: GateOptions) -> PartResult:
+    from fencepost.explorer.render import render_counterexample, render_unreached
+    from fencepost.explorer.search import HOLDS, VACUOUS, explore
     from fencepost.model.config import PARTS, default_config
-    from fencepost.model.explorer import HOLDS, VACUOUS, explore
-    from fencepost.model.render import render_counterexample, render_unreached
 
     lines: list[str] = []
     failures: list[str] = []
@@ -136,9 +136,9 @@ def _explore(options: GateOptions) -> PartResult:
 
 
 def _mutants(options: GateOptions) -> PartResult:
+    from fencepost.explorer.search import VIOLATED, explore
     from fencepost.model import mutants
     from fencepost.model.config import default_config
-    from fencepost.model.explorer import VIOLATED, explore
 
     missed: list[str] = []
     for name, mutant in mutants.MUTANTS.items():

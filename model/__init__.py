@@ -1,11 +1,12 @@
-"""The executable formal model of fencepost (it knows nothing of ``fencepost.impl``).
+"""The executable formal model of fencepost: the spec (it knows nothing of ``fencepost.impl``).
 
 Core API, re-exported here: :class:`ModelConfig` and :func:`default_config`
 (bounds), :func:`initial`, :func:`actions`, :func:`step`, :func:`successors`
 and :func:`matching` (the state machine), :data:`INVARIANTS` (the oracle of
-docs/semantics.md section 7) and :data:`MUTANTS` (known bugs to switch on). The
-bounded explorer lives in :mod:`fencepost.model.explorer` (it imports
-networkx, so it is not loaded here).
+docs/semantics.md section 7) and :data:`MUTANTS` (known bugs to switch on).
+What a checker is handed is :data:`fencepost.model.spec.SPEC` (pure functions);
+the checker itself is another package, :mod:`fencepost.explorer`, which this
+one never imports.
 """
 
 from fencepost.model.config import DEFAULTS, PARTS, ConfigError, ModelConfig, default_config

@@ -29,8 +29,10 @@ old-epoch checkpoint untrue in the new epoch. Checkpoints are keyed per
 
 Every transition is an :class:`~fencepost.model.state.Action` carrying all of
 its nondeterministic choices, so :func:`step` is a function. :func:`successors`
-yields ``(action, next_state)`` pairs for the explorer; :func:`actions` and
+yields ``(action, next_state)`` pairs for checkers; :func:`actions` and
 :func:`step` expose the same relation one edge at a time for drivers outside.
+A checker is handed these, and the same relation factored by what each move
+reads, through :mod:`fencepost.model.spec`.
 
 Faults are transitions: "applied, response lost", "not applied, response
 lost", "response timed out while the write is in flight" (applied later or
@@ -62,6 +64,7 @@ from fencepost.model.state import (
     Action,
     Checkpoint,
     Context,
+    Core,
     History,
     Partition,
     Publisher,
@@ -70,6 +73,7 @@ from fencepost.model.state import (
     State,
     Truth,
     context_for,
+    core_of,
 )
 from fencepost.model.updates import (
     LocalMoves,
@@ -140,8 +144,9 @@ def successors(state: State) -> Successors:
     the reshard, then publishers.
 
     Composed from :func:`local_moves`, :func:`reshard_moves` and
-    :func:`publisher_moves` (the explorer uses those directly, so that it only
-    builds the states it has not seen).
+    :func:`publisher_moves` (a checker is handed their parts,
+    :class:`fencepost.model.spec.Factored`, so that it only builds the states it
+    has not seen).
     """
     ctx = state.context
     e = state.epoch
@@ -162,10 +167,6 @@ def successors(state: State) -> Successors:
 # Environment
 
 
-#: A partition's durable state less its readers: what its environment and each reader read.
-Core = tuple[Truth, tuple[Checkpoint, ...], tuple[int, ...], tuple[Cut, ...]]
-
-
 def local_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
     """Transitions that touch partition ``i`` only, in epoch ``e``: its environment, then
     its readers in order, each as ``(action, partition after)``.
@@ -181,11 +182,6 @@ def local_moves(ctx: Context, i: int, e: int, part: Partition) -> LocalMoves:
         for act, c, new_reader in reader_moves(ctx, i, j, e, part):
             out.append((act, Partition(*c, (*readers[:j], new_reader, *readers[j + 1 :]))))
     return out
-
-
-def core_of(part: Partition) -> Core:
-    """The partition less its readers: what its environment and each reader read."""
-    return (part.truth, part.checkpoints, part.generations, part.peaks)
 
 
 def environment_moves(ctx: Context, i: int, e: int, part: Partition) -> list[tuple[Action, Core]]:
@@ -230,6 +226,23 @@ def reader_moves(
         got = [(act, _core(new, core), new.readers[j]) for act, new in own]
         ctx.reader_cache[key] = got
     return got
+
+
+def reader_renamed(ctx: Context, action: Action, i: int, j: int) -> Action:
+    """``action`` of some reader of partition ``i``, taken by reader ``j`` instead.
+
+    The readers of one partition are interchangeable: from the same core and the
+    same reader state, reader ``j``'s moves (:func:`reader_moves`) are any other
+    reader's with this renaming, and lead to the same core and reader state.
+    """
+    a = action
+    actor = ctx.reader_names[i][j]
+    return ctx.action(a.kind, actor, a.partition, a.epoch, a.cut, a.outcome, a.page, a.detail)
+
+
+def partition_of(core: Core, readers: tuple[Reader, ...]) -> Partition:
+    """The partition made of ``core`` (:func:`core_of`) and ``readers``."""
+    return Partition(*core, readers)
 
 
 def _core(part: Partition, old: Core) -> Core:
@@ -308,28 +321,49 @@ def _finalize_partition(ctx: Context, i: int, e: int, part: Partition) -> LocalM
     return moves
 
 
+def membership_moves(ctx: Context, e: int) -> list[Action]:
+    """The moves from epoch ``e`` to the next that move no events into any partition.
+
+    One when the bounds move no events and another epoch is allowed, else none
+    (:func:`reshard_into` gives the others). :func:`resharded` applies one with
+    ``part`` ``None``.
+    """
+    if e >= ctx.config.epochs or ctx.n_moved:
+        return []
+    return [ctx.action("reshard", "membership", None, e + 1)]
+
+
+def reshard_into(ctx: Context, e: int, i: int, part: Partition) -> list[tuple[Action, Partition]]:
+    """The moves from epoch ``e`` to the next that move events into partition ``i``.
+
+    Reads the partition's ground truth only. The moved events
+    (``moved_positions``) sit below what the partition may already have
+    certified in the old epoch. Every partition may be the target; none when
+    the bounds move no events (:func:`membership_moves`) or allow no other epoch.
+    """
+    if e >= ctx.config.epochs or not ctx.n_moved:
+        return []
+    new_e = e + 1
+    where = ", ".join(coordinate_text(h) for h in ctx.moved_halves)
+    truth = part.truth
+    new_part = part._replace(truth=Truth((*truth.moved, new_e), truth.final, truth.durable))
+    act = ctx.action("reshard", "membership", ctx.partition_names[i], new_e, detail=where)
+    return [(act, new_part)]
+
+
 def reshard_moves(
     ctx: Context, e: int, partitions: tuple[Partition, ...]
 ) -> list[tuple[Action, int, Partition | None]]:
-    """The membership moves to the next epoch, and a reshard moves events into one partition.
+    """The membership moves to the next epoch, each ``(action, i, partition i after)``.
 
-    Each move is ``(action, i, partition i after)``; ``(action, -1, None)``
-    when no events move (:func:`resharded` applies either). The moved events
-    (``moved_positions``) sit below what that partition may already have
-    certified in the old epoch. Every partition may be the target.
+    :func:`membership_moves` as ``(action, -1, None)``, then :func:`reshard_into`
+    of each partition in turn; :func:`resharded` applies either.
     """
-    if e >= ctx.config.epochs:
-        return []
-    new_e = e + 1
-    if ctx.n_moved == 0:
-        return [(ctx.action("reshard", "membership", None, new_e), -1, None)]
-    where = ", ".join(coordinate_text(h) for h in ctx.moved_halves)
-    out: list[tuple[Action, int, Partition | None]] = []
+    out: list[tuple[Action, int, Partition | None]] = [
+        (act, -1, None) for act in membership_moves(ctx, e)
+    ]
     for i, part in enumerate(partitions):
-        truth = part.truth
-        new_part = part._replace(truth=Truth((*truth.moved, new_e), truth.final, truth.durable))
-        act = ctx.action("reshard", "membership", ctx.partition_names[i], new_e, detail=where)
-        out.append((act, i, new_part))
+        out.extend((act, i, new_part) for act, new_part in reshard_into(ctx, e, i, part))
     return out
 
 

@@ -1,12 +1,15 @@
 """The model's merge (docs/semantics.md section 4): one rule, in the model's own terms.
 
 The minimum over every member's checkpoint of the epoch, published exactly as
-certified, or the first withheld reason in the documented order. Memoized per
-distinct (epoch, partitions) argument in the run's :class:`Context`: O(partitions)
-the first time, O(1) after. Model mutants bend one rule here.
+certified, or the first withheld reason in the documented order. It reads the
+checkpoints only (:func:`merge_cores`). Memoized per distinct (epoch, partitions)
+argument in the run's :class:`Context`: O(partitions) the first time, O(1) after.
+Model mutants bend one rule here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from fencepost.model.cuts import BEFORE, NOTHING, THROUGH, Cut, successor_cut
 from fencepost.model.cuts import minimum as min_cut
@@ -20,6 +23,7 @@ from fencepost.model.state import (
     Action,
     Checkpoint,
     Context,
+    Core,
     Partition,
     State,
 )
@@ -46,23 +50,34 @@ def merge_partitions(
     key = (epoch, partitions)
     got = ctx.merge_cache.get(key)
     if got is None:
-        got = _merge(ctx, partitions, epoch)
+        got = _merge(ctx, [part.checkpoints for part in partitions], epoch)
         ctx.merge_cache[key] = got
     return got
 
 
-def _merge(ctx: Context, partitions: tuple[Partition, ...], epoch: int) -> tuple[str, Cut]:
+def merge_cores(ctx: Context, epoch: int, cores: Sequence[Core]) -> tuple[str, Cut]:
+    """:func:`merge` of ``epoch`` over the partitions whose cores these are (in order).
+
+    The merge reads the checkpoints only, so it is a function of the cores
+    (:func:`~fencepost.model.state.core_of`): a checker may memoize it on them.
+    """
+    return _merge(ctx, [core[1] for core in cores], epoch)
+
+
+def _merge(
+    ctx: Context, checkpoints: Sequence[tuple[Checkpoint, ...]], epoch: int
+) -> tuple[str, Cut]:
     mutant = ctx.mutant
     scope = ctx.config.scope
     vector: list[Checkpoint] = []
-    for part in partitions:
+    for stored in checkpoints:
         if mutant == "epoch-blind":
             cp = MISSING
-            for older in part.checkpoints[:epoch]:
+            for older in stored[:epoch]:
                 if older.epoch:
                     cp = older
         else:
-            cp = part.checkpoints[epoch - 1]
+            cp = stored[epoch - 1]
         if cp.epoch == 0:
             if mutant == "skip-missing":
                 continue

@@ -41,45 +41,85 @@ Write = tuple[int, Cut, str]
 PublisherMoves = list[tuple[Action, Publisher, Write | None]]
 
 
+#: What a publisher's next step reads besides itself and the record (:func:`publisher_reads`):
+#: nothing more, the current membership epoch, or the merge of one epoch's checkpoints.
+READS_RECORD = 0
+READS_EPOCH = 1
+READS_MERGE = 2
+
+
+def publisher_reads(pub: Publisher) -> tuple[int, int]:
+    """What ``pub``'s next step reads besides itself and the record, by its phase.
+
+    ``(READS_RECORD, 0)``, ``(READS_EPOCH, 0)`` (the membership epoch of the
+    state), or ``(READS_MERGE, e)`` (the merge of epoch ``e``'s checkpoints,
+    :func:`~fencepost.model.merge.merge_cores`): what :func:`publisher_step`
+    must be given as ``seen``.
+    """
+    if pub.phase == HAVE_RECORD:
+        return READS_EPOCH, 0
+    if pub.phase == HAVE_MEMBERSHIP:
+        return READS_MERGE, pub.mem_epoch
+    return READS_RECORD, 0
+
+
 def publisher_moves(state: State, k: int) -> PublisherMoves:
     """Publisher ``k``'s enabled steps in ``state``, each ``(action, publisher after, write)``.
 
-    :func:`published` applies one. A step reads the publisher itself, the
-    record, and (by phase) the membership epoch or the merge of the epoch it
-    read, so the moves are memoized per distinct such tuple: a hit costs a
-    hash of the publisher and the record. The list returned is the memo's own,
-    the same object for the same tuple: callers must not change it (the
-    explorer keys its own tables on it).
+    :func:`published` applies one; :func:`publisher_step` computes them from
+    what the step reads (:func:`publisher_reads`).
     """
     ctx = state.context
     pub = state.publishers[k]
-    phase = pub.phase
-    epoch = state.epoch if phase == HAVE_RECORD else 0
-    merged = (
-        merge_partitions(ctx, state.partitions, pub.mem_epoch) if phase == HAVE_MEMBERSHIP else None
-    )
-    key = (k, pub, state.record, epoch, merged)
+    reads, epoch = publisher_reads(pub)
+    seen: object = 0
+    if reads == READS_EPOCH:
+        seen = state.epoch
+    elif reads == READS_MERGE:
+        seen = merge_partitions(ctx, state.partitions, epoch)
+    return publisher_step(ctx, k, pub, state.record, seen)
+
+
+def publisher_step(
+    ctx: Context, k: int, pub: Publisher, record: Record, seen: object
+) -> PublisherMoves:
+    """Publisher ``k``'s enabled steps when it is ``pub`` and the record ``record``.
+
+    ``seen`` is what :func:`publisher_reads` says the step reads besides: 0,
+    the membership epoch, or the merge ``(reason, cut)``. A function of its
+    arguments, memoized per distinct tuple of them: a hit costs a hash of the
+    publisher and the record. The list returned is the memo's own: callers
+    must not change it.
+    """
+    key = (k, pub, record, seen)
     got = ctx.publisher_cache.get(key)
     if got is None:
         got = []
         name = ctx.publisher_names[k]
-        rec = state.record
+        phase = pub.phase
         if phase == IDLE:
             if pub.attempts_left:
-                _pub_read_record(ctx, pub, rec, name, got)
+                _pub_read_record(ctx, pub, record, name, got)
         elif phase == HAVE_RECORD:
-            _pub_read_membership(ctx, pub, state.epoch, name, got)
+            assert isinstance(seen, int)
+            _pub_read_membership(ctx, pub, seen, name, got)
         elif phase == HAVE_MEMBERSHIP:
-            assert merged is not None
-            _pub_read_checkpoints(ctx, pub, merged, name, got)
+            assert isinstance(seen, tuple)
+            _pub_read_checkpoints(ctx, pub, seen, name, got)
         elif phase == PROPOSING:
-            _pub_write(ctx, pub, rec, name, got)
+            _pub_write(ctx, pub, record, name, got)
         else:
-            _pub_reread(ctx, pub, rec, name, got)
+            _pub_reread(ctx, pub, record, name, got)
         if pub.orphan_epoch:
-            _pub_delayed(ctx, pub, rec, name, got)
+            _pub_delayed(ctx, pub, record, name, got)
         ctx.publisher_cache[key] = got
     return got
+
+
+def record_written(record: Record, write: Write) -> Record:
+    """The record once the store applies ``write`` to ``record``: the next revision."""
+    epoch, cut, op_id = write
+    return Record(epoch, cut, record.revision + 1, op_id)
 
 
 def published(state: State, k: int, pub: Publisher, write: Write | None) -> State:
@@ -212,12 +252,11 @@ def _written(state: State, epoch: int, cut: Cut, op_id: str) -> State:
     more: they are dropped (:func:`write_dropped`).
     """
     ctx = state.context
-    rec = state.record
     return State(
         ctx,
         state.epoch,
         state.partitions,
-        Record(epoch, cut, rec.revision + 1, op_id),
+        record_written(state.record, (epoch, cut, op_id)),
         tuple(write_dropped(p) for p in state.publishers),
         history_after(ctx, state.history, epoch, cut),
     )

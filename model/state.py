@@ -148,7 +148,8 @@ class Reader(NamedTuple):
     expected: int
 
 
-#: Readers before this field index are compared as they are by the explorer's keys.
+#: Readers before this field index are compared as they are by the canonical key
+#: (:mod:`fencepost.model.canonical`).
 READER_EXPECTED = 10
 
 
@@ -167,6 +168,16 @@ class Partition(NamedTuple):
     generations: tuple[int, ...]
     peaks: tuple[Cut, ...]
     readers: tuple[Reader, ...]
+
+
+#: A partition's durable state less its readers (ground truth, checkpoints, generations,
+#: peaks): what its environment and each reader read.
+Core = tuple[Truth, tuple[Checkpoint, ...], tuple[int, ...], tuple[Cut, ...]]
+
+
+def core_of(part: Partition) -> Core:
+    """The partition less its readers: what its environment and each reader read."""
+    return (part.truth, part.checkpoints, part.generations, part.peaks)
 
 
 class Record(NamedTuple):
@@ -210,7 +221,7 @@ class Publisher(NamedTuple):
     attempt: int
 
 
-#: Publisher fields before this index are its local state as the explorer's keys see
+#: Publisher fields before this index are its local state as the canonical key sees
 #: it; the rest (revision read, the in-flight write's revision and op id, the
 #: attempt counter) are numbering the keys abstract away.
 PUBLISHER_LOCAL = 12
@@ -560,7 +571,7 @@ class Context:
         self.env_cache: dict[tuple[object, ...], list[tuple[Action, Any]]] = {}
         #: (partition index, reader index, epoch, core, reader) -> (action, core, reader after).
         self.reader_cache: dict[tuple[object, ...], list[tuple[Action, Any, Reader]]] = {}
-        #: (publisher index, publisher, record, epoch, merge) -> (action, publisher, write).
+        #: (publisher index, publisher, record, what it read) -> (action, publisher, write).
         self.publisher_cache: dict[tuple[object, ...], list[tuple[Action, Publisher, Any]]] = {}
         #: (epoch, partitions) -> the merge of that epoch's checkpoints.
         self.merge_cache: dict[tuple[int, tuple[Partition, ...]], tuple[str, Cut]] = {}

@@ -268,7 +268,7 @@ def search_reachable(
     from a state satisfying ``lemma_name`` to one breaking it: the shortest such path."""
     from collections import deque
 
-    from fencepost.model.keys import canonical_key
+    from fencepost.model.canonical import canonical_key
     from fencepost.model.machine import initial, successors
     from fencepost.properties.protocol_actions import ACTIONS_BY_NAME
     from fencepost.properties.protocol_relation import witness

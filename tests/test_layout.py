@@ -7,12 +7,17 @@ module, lazy ones included), never from a list kept by hand:
   ``fencepost`` namespace, mapped in pyproject's ``package-dir`` (``cli/`` is
   ``fencepost`` itself), and no folder at the root is named ``fencepost``;
 - :data:`ALLOWED` says which packages each package may import; in particular
-  ``model`` imports nothing of fencepost, ``impl`` only itself, and the judge side
+  ``model`` imports nothing of fencepost (not the checker, ``explorer``), ``impl``
+  only itself, and the judge side
   (``judge``, ``harness``) nothing of the implementation, not even through another
   package (the transitive closure is checked);
-- the CLI (``fencepost`` itself, ``cli/``) sits on top: nothing imports it.
+- the CLI (``fencepost`` itself, ``cli/``) sits on top: nothing imports it;
+- the checker (``explorer``) is handed the model through its public interface
+  (:data:`MODEL_INTERFACE`, ``fencepost.model.spec``) alone: it imports no other
+  module of the model and no name that interface does not export, and reaches
+  into no private (underscore) attribute of anything but itself.
 
-A planted bad import makes the check fail (the ``planted`` tests).
+A planted bad import or private access makes the check fail (the ``planted`` tests).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: package (the part after ``fencepost.``; ``""`` is the root package) -> what it may import.
 ALLOWED: Mapping[str, frozenset[str]] = {
     "model": frozenset(),
+    # the checker: the model's public interface only (checker_reaches_past_the_interface)
+    "explorer": frozenset({"model"}),
     "impl": frozenset(),
     "inputs": frozenset(),
     "judge": frozenset({"inputs"}),
@@ -52,6 +59,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "": frozenset(
         {
             "model",
+            "explorer",
             "impl",
             "inputs",
             "judge",
@@ -69,6 +77,9 @@ ALLOWED: Mapping[str, frozenset[str]] = {
         }
     ),
 }
+
+#: The one module of the model the checker may import: the model as pure functions.
+MODEL_INTERFACE = "fencepost.model.spec"
 
 #: Packages whose verdicts must not rest on the implementation they judge.
 JUDGE_SIDE = ("judge", "harness", "testing", "audit")
@@ -185,6 +196,7 @@ def _planted(tmp_path: Path, package: str, text: str) -> Path:
     [
         ("judge", "from fencepost.impl.cuts import Cut\n", "judge may not use impl"),
         ("model", "def f():\n    import fencepost.judge.cuts\n", "model may not use judge"),
+        ("model", "from fencepost.explorer import explore\n", "model may not use explorer"),
         ("impl", "from fencepost.harness import rules\n", "impl may not use harness"),
         ("harness", "from fencepost.sut.adapter import InProcessSut\n", "harness may not use sut"),
         ("impl", "import fencepost.commands.check\n", "impl may not use"),
@@ -207,3 +219,98 @@ def test_the_judge_may_not_reach_the_implementation_through_another_package(
     found = violations(copy)
     assert any("inputs may not use impl" in v for v in found)
     assert any("never borrows from the judged" in v for v in found)
+
+
+def _exported(root: Path, module: str) -> set[str]:
+    """The names ``module`` (a module of fencepost) lists in its ``__all__``."""
+    package, _, name = module.rpartition(".")
+    path = package_dirs(root)[package] / f"{name}.py"
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def checker_reaches_past_the_interface(root: Path) -> list[str]:
+    """Where the checker (``explorer``) uses more of the model than its public interface.
+
+    Read from the checker's code: every import of a ``fencepost.model`` module
+    other than :data:`MODEL_INTERFACE`, every name imported from it that its
+    ``__all__`` does not export, and every private attribute (``x._name``, or
+    ``getattr(x, "_name")``) on anything but ``self``, at any depth.
+    """
+    public = _exported(root, MODEL_INTERFACE)
+    bad: list[str] = []
+    for path in sorted(package_dirs(root)["fencepost.explorer"].rglob("*.py")):
+        where = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("fencepost.model") and alias.name != MODEL_INTERFACE:
+                        bad.append(f"{where}:{node.lineno} imports {alias.name}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "fencepost.model"
+            ):
+                if node.module != MODEL_INTERFACE:
+                    bad.append(f"{where}:{node.lineno} imports from {node.module}")
+                    continue
+                for alias in node.names:
+                    if alias.name not in public or _private(alias.name):
+                        bad.append(
+                            f"{where}:{node.lineno} imports {alias.name}, which "
+                            f"{MODEL_INTERFACE} does not export"
+                        )
+            elif isinstance(node, ast.Attribute) and _private(node.attr):
+                owner = node.value
+                if not (isinstance(owner, ast.Name) and owner.id == "self"):
+                    bad.append(f"{where}:{node.lineno} reaches into the private .{node.attr}")
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "hasattr")
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+                and _private(node.args[1].value)
+            ):
+                bad.append(f"{where}:{node.lineno} reaches into the private {node.args[1].value}")
+    return bad
+
+
+def test_the_checker_uses_the_models_public_interface_only() -> None:
+    assert checker_reaches_past_the_interface(ROOT) == []
+    assert _exported(ROOT, MODEL_INTERFACE), "the interface exports nothing"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "from fencepost.model.machine import successors\n",
+            "imports from fencepost.model.machine",
+        ),
+        ("def f():\n    import fencepost.model.keys\n", "imports fencepost.model.keys"),
+        ("from fencepost.model.spec import _sometimes\n", "imports _sometimes"),
+        ("from fencepost.model.spec import applicable\n", "imports applicable"),
+        ("def f(state):\n    return state._replace(epoch=1)\n", "private ._replace"),
+        ("def f(spec):\n    return spec.factored._memo\n", "private ._memo"),
+        ("def f(ctx):\n    return getattr(ctx, '_views')\n", "private _views"),
+    ],
+)
+def test_a_planted_private_access_by_the_checker_fails_the_check(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    for folder in ("explorer", "model"):  # all the check reads
+        shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "explorer" / "planted_private_access.py").write_text(text)
+    found = checker_reaches_past_the_interface(copy)
+    assert any(says in v for v in found), found

@@ -40,8 +40,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from fencepost.model.config import PARTS, POLICIES, ConfigError, ModelConfig, default_config
-from fencepost.model.explorer import (
+from fencepost.explorer.render import (
+    counterexample_dot,
+    graphs_dot,
+    render_counterexample,
+    render_unreached,
+)
+from fencepost.explorer.search import (
     HOLDS,
     VACUOUS,
     VIOLATED,
@@ -50,13 +55,8 @@ from fencepost.model.explorer import (
     ExploreResult,
     explore_parts,
 )
+from fencepost.model.config import PARTS, POLICIES, ConfigError, ModelConfig, default_config
 from fencepost.model.mutants import MUTANTS
-from fencepost.model.render import (
-    counterexample_dot,
-    graphs_dot,
-    render_counterexample,
-    render_unreached,
-)
 from fencepost.model.sometimes import applicable
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fencepost.explorer.search import Exploration, ExploreResult
 from fencepost.gate import GateRun, PartResult
 from fencepost.harness.conformance import ConformReport
-from fencepost.model.explorer import Exploration, ExploreResult
 from fencepost.reports import Fact, Report, Section, Status, Table
 from fencepost.scenarios.outcome import TargetResult
 from fencepost.views.conform import conform_report

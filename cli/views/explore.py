@@ -1,4 +1,4 @@
-"""The model's exploration (:class:`~fencepost.model.explorer.Exploration`) as a report.
+"""The model's exploration (:class:`~fencepost.explorer.search.Exploration`) as a report.
 
 A table of parts (states, transitions, depth, speed, verdict) and, per violated
 part, its shortest counterexample as a timeline: one lane per publisher and per
@@ -15,8 +15,9 @@ Cost: linear in the counterexample's steps times the model's partitions and proc
 
 from __future__ import annotations
 
-from fencepost.model.explorer import HOLDS, VIOLATED, Exploration, ExploreResult
-from fencepost.model.render import render_counterexample, summarize, truth_line
+from fencepost.explorer.render import render_counterexample
+from fencepost.explorer.search import HOLDS, VIOLATED, Exploration, ExploreResult
+from fencepost.model.render import summarize, truth_line
 from fencepost.model.state import State
 from fencepost.reports import (
     Breach,

@@ -61,12 +61,13 @@ def test_a_failing_part_fails_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 def test_mutants_part_has_teeth(monkeypatch: pytest.MonkeyPatch) -> None:
     """If a mutant stops being caught (here: no invariant is checked), the part fails."""
-    from fencepost.model import explorer, mutants
+    from fencepost.explorer import search
+    from fencepost.model import mutants
 
     monkeypatch.setattr(mutants, "MUTANTS", {"relabel": mutants.MUTANTS["relabel"]})
-    real = explorer.explore
+    real = search.explore
     monkeypatch.setattr(
-        explorer, "explore", lambda config, **kw: real(config, **{**kw, "invariants": ()})
+        search, "explore", lambda config, **kw: real(config, **{**kw, "invariants": ()})
     )
     result = gate.run_part(gate.PARTS["mutants"], GateOptions())
     assert not result.ok

@@ -162,10 +162,10 @@ def test_a_passing_gate_page_shows_the_figures_and_the_situation_coverage(
 ) -> None:
     import sys
 
+    from fencepost.explorer.search import explore
     from fencepost.harness.conformance import ConformOptions, conform
     from fencepost.harness.transport import SubprocessSut
     from fencepost.model.config import default_config
-    from fencepost.model.explorer import explore
 
     def conformance(options: GateOptions) -> PartResult:
         factory = SubprocessSut([sys.executable, "-m", "fencepost", "sut"], prefetch=2)

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from fencepost.commands import explore as explore_command
 from fencepost.commands.explore import DEFAULT_MAX_MEMORY_MIB, DEFAULT_MAX_STATES, command
+from fencepost.explorer.search import INCOMPLETE, ExploreProgress, explore, memory_in_use
 from fencepost.model.config import default_config
-from fencepost.model.explorer import INCOMPLETE, ExploreProgress, explore, memory_in_use
 
 #: The issue's probe: every bound within its range, together far too many states.
 LARGE = [

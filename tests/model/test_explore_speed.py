@@ -1,7 +1,9 @@
-"""What the fast explorer relies on, checked: its successors are the model's, the fields
-each invariant declares it reads are all it reads, the action kinds each situation
-declares are all that reach it, and memory per state is reported (and bounded at ten
-times the default state count, behind ``slow``).
+"""What the fast explorer relies on, checked: its successors are the model's (the
+factored relation of ``fencepost.model.spec``, composed by the checker, gives
+``successors`` move for move), each kind of move changes only the fields the model
+declares it changes, the fields each invariant declares it reads are all it reads,
+the action kinds each situation declares are all that reach it, and memory per state
+is reported (and bounded at ten times the default state count, behind ``slow``).
 """
 
 from __future__ import annotations
@@ -15,32 +17,22 @@ from pathlib import Path
 
 import pytest
 
+from fencepost.explorer.keys import PUBLISHER, Keys, Node, changes
+from fencepost.explorer.search import explore
 from fencepost.model.config import DEFAULTS, default_config
-from fencepost.model.explorer import explore
 from fencepost.model.invariants import INVARIANTS
-from fencepost.model.keys import _Keys, _Node
 from fencepost.model.machine import initial, successors
 from fencepost.model.mutants import MUTANTS
 from fencepost.model.sometimes import applicable
+from fencepost.model.spec import SPEC, Factored, ModelConfig
 from fencepost.model.state import State
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "explore.py"
 
 
-def _nodes(keys: _Keys, start: State, limit: int) -> list[_Node]:
+def _nodes(keys: Keys, start: State, limit: int) -> list[Node]:
     """Breadth-first nodes of the explorer's own making, from ``start`` (at most ``limit``)."""
-    parts = [keys.parts_of(p) for p in start.partitions]
-    node: _Node = (
-        0,
-        start,
-        parts,
-        [keys.partition_id(p) for p in parts],
-        keys.publisher_ids_of(start),
-        keys.head(start.epoch, start.record, start.history),
-        [keys.publisher_cid(p) for p in start.publishers],
-        keys.record_cid(start.record),
-    )
-    out = [node]
+    out = [keys.node(start)]
     seen = {start}
     for node in out:
         for cand in keys.candidates(node)[1]:
@@ -51,12 +43,23 @@ def _nodes(keys: _Keys, start: State, limit: int) -> list[_Node]:
     return out
 
 
-@pytest.mark.parametrize("part", sorted(DEFAULTS))
-def test_candidates_are_the_models_successors_in_order(part: str) -> None:
+#: Where the candidates are checked: each part's default bounds, and bounds whose moves to
+#: the next epoch move no events (a membership move changes no partition).
+CANDIDATE_CONFIGS: dict[str, ModelConfig] = {
+    **DEFAULTS,
+    "no events moved": default_config("publication", publishers=1, moved_events=0),
+}
+
+#: The state fields a move may change (the vocabulary of Invariant.reads).
+FIELDS = ("epoch", "partitions", "record", "publishers", "history")
+
+
+@pytest.mark.parametrize("name", sorted(CANDIDATE_CONFIGS))
+def test_candidates_are_the_models_successors_in_order(name: str) -> None:
     """Each candidate builds exactly the state successors() gives at its position, and its
     key is the key a state built from scratch gets (the ids carried along are right)."""
-    keys = _Keys(symmetry=True)
-    for node in _nodes(keys, initial(DEFAULTS[part]), 1500):
+    keys = Keys(SPEC.factored, symmetry=True)
+    for node in _nodes(keys, initial(CANDIDATE_CONFIGS[name]), 1500):
         state = node[1]
         moves, cands = keys.candidates(node)
         expected = successors(state)
@@ -66,14 +69,35 @@ def test_candidates_are_the_models_successors_in_order(part: str) -> None:
             assert cand[0] == m and cand[1] == action
             built = keys.build(node, cand, 0)
             assert built[1] == new
-            fresh = [keys.parts_of(p) for p in new.partitions]
-            assert built[2] == fresh
-            key = keys.key(
-                keys.head(new.epoch, new.record, new.history),
-                [keys.partition_id(p) for p in fresh],
-                keys.publisher_ids_of(new),
-            )
-            assert cand[2] == key
+            # Every id carried along (parts, head, publishers, record) is the one a node
+            # interned from scratch gets, and so is the key.
+            fresh = keys.node(new)
+            assert built == fresh
+            assert cand[2] == keys.key(fresh[5], fresh[3], fresh[4])
+
+
+def undeclared_changes(factored: Factored, config: ModelConfig, limit: int) -> set[str]:
+    """``kind: field`` for each field a candidate of that kind changes though ``factored``
+    does not declare it (over the first ``limit`` states of ``config``)."""
+    keys = Keys(factored, symmetry=True)
+    declared = changes(factored)
+    found = set()
+    for node in _nodes(keys, initial(config), limit):
+        for cand in keys.candidates(node)[1]:
+            new = keys.build(node, cand, 0)[1]
+            for name in FIELDS:
+                if getattr(new, name) != getattr(node[1], name) and name not in declared[cand[3]]:
+                    found.add(f"{cand[3]}: {name}")
+    return found
+
+
+def test_each_kind_of_move_changes_only_the_fields_it_declares() -> None:
+    """The explorer checks a new state only against invariants reading a field its move
+    changes, so the model's declaration of those fields must hold (and a wrong one shows)."""
+    for config in CANDIDATE_CONFIGS.values():
+        assert undeclared_changes(SPEC.factored, config, 600) == set()
+    wrong = dataclasses.replace(SPEC.factored, publisher_changes=frozenset())
+    assert undeclared_changes(wrong, DEFAULTS["publication"], 600) == {f"{PUBLISHER}: publishers"}
 
 
 def _states() -> list[State]:

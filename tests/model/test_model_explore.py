@@ -7,14 +7,20 @@ must be explained in the change that makes it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import deque
 from collections.abc import Hashable
 
 import pytest
 
-from fencepost.model.config import DEFAULTS, ModelConfig, default_config
-from fencepost.model.explorer import (
+from fencepost.explorer.render import (
+    counterexample_dot,
+    graphs_dot,
+    render_counterexample,
+    render_unreached,
+)
+from fencepost.explorer.search import (
     HOLDS,
     INCOMPLETE,
     VACUOUS,
@@ -23,17 +29,14 @@ from fencepost.model.explorer import (
     explore,
     explore_parts,
 )
+from fencepost.model.canonical import canonical_key
+from fencepost.model.config import DEFAULTS, ModelConfig, default_config
+from fencepost.model.cuts import NOTHING
 from fencepost.model.invariants import INVARIANTS, violations
-from fencepost.model.keys import canonical_key
 from fencepost.model.machine import initial, step, successors
 from fencepost.model.mutants import MUTANTS
-from fencepost.model.render import (
-    counterexample_dot,
-    graphs_dot,
-    render_counterexample,
-    render_unreached,
-)
 from fencepost.model.sometimes import SOMETIMES, applicable
+from fencepost.model.spec import SPEC, Invariant
 from fencepost.model.state import State
 
 #: part -> (distinct states, transitions) of the default bounds, all invariants holding.
@@ -300,3 +303,27 @@ def test_max_states_stops_with_an_incomplete_verdict() -> None:
     result = explore(DEFAULTS["publication"], max_states=50, keep_graph=False)
     assert result.verdict == INCOMPLETE and result.states == 50
     assert result.counterexample is None
+
+
+def _nothing_published(state: State) -> str | None:
+    cut = state.record.cut
+    return None if cut == NOTHING else f"the record claims {cut}"
+
+
+def test_the_checker_checks_the_model_it_is_handed() -> None:
+    """explore(model=...) checks the spec it is given and tells its states in that spec's
+    words: an extra invariant is checked (and broken at the first publication), and the
+    counterexample is described by the spec's own describe."""
+    extra = Invariant("nothing_published", "no claim is ever published", _nothing_published)
+    spec = dataclasses.replace(
+        SPEC,
+        invariants=(*SPEC.invariants, extra),
+        describe=lambda state: [f"in the handed spec's words: epoch {state.epoch}"],
+    )
+    result = explore(DEFAULTS["publication"], keep_graph=False, model=spec)
+    assert result.verdict == VIOLATED and result.violation is not None
+    assert result.violation.invariant == "nothing_published"
+    assert result.depth == PINNED_SOMETIMES["publication"]["publication"]
+    text = render_counterexample(result)
+    assert "in the handed spec's words: epoch 1" in text and "record:" not in text
+    assert explore(DEFAULTS["publication"], keep_graph=False).verdict == HOLDS

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from lengths import Length
 
+from fencepost.explorer.search import ExploreResult, explore
 from fencepost.model.config import DEFAULTS, ModelConfig, default_config
-from fencepost.model.explorer import ExploreResult, explore
 from fencepost.model.machine import successors
 from fencepost.model.state import State
 from fencepost.properties import protocol_actions

@@ -1,34 +1,23 @@
-"""Bounded breadth-first exploration of the model with canonical state keys.
+"""Bounded breadth-first exploration of a model handed over as pure functions.
+
+The model is a :class:`fencepost.model.spec.Spec` (by default the fencepost
+model, :data:`fencepost.model.spec.SPEC`): its initial state, its successors,
+its invariants and sometimes properties, its canonical key (which states are the
+same, symmetry included: the model's claim, argued in
+:mod:`fencepost.model.canonical`) and its transition relation factored by what
+each move reads. This module knows nothing else of it.
 
 Breadth-first order makes the first violating state found one at the least
 depth, so the counterexample printed is a shortest path (in steps) to a broken
-invariant. States are deduplicated by a *canonical key*:
+invariant. States are deduplicated by their canonical key.
 
-* **Revision and generation numbers are abstracted.** A publisher's held
-  revision matters only through equality with the record's current revision,
-  and a reader's expected generation only through its gap to the stored
-  generation (current, one write past it for a reader rereading after a lost
-  response, or further): both only ever grow, so that gap is all a transition
-  or an invariant can observe. The record's ``op_id`` and a publisher's attempt
-  counter are write-only (no transition or invariant reads them) and are left
-  out. States differing only there are bisimilar.
-* **Symmetry reduction.** Partitions are sorted as wholes (ground truth,
-  checkpoints per epoch, peaks and their readers, readers sorted among
-  themselves) and publishers are sorted by local state. This is sound because
-  no invariant names a particular partition, reader or publisher: each
-  quantifies over all of them; the transitions are the same for every
-  partition and publisher (a reshard chooses its target among all
-  partitions); and nothing outside a partition's tuple refers to it by
-  position, nor anything outside a publisher's tuple to it (op_id is left
-  out). Permuting them maps reachable states to reachable states and
-  violations to violations, so one representative per orbit suffices.
-
-The search itself works on interned ids (:class:`fencepost.model.keys._Keys`): a key is a flat
-tuple of small ints carrying the same information as :func:`canonical_key`,
-computed for each successor from its parent's ids and the memoized moves of
-the model, and the successor is built only when its key is new. Behind the
-search only the keys, a parent pointer and a move number per state are kept;
-a counterexample is replayed from the initial state.
+The search itself works on interned ids (:class:`fencepost.explorer.keys.Keys`): a
+key is a flat tuple of small ints carrying the same information as the model's
+canonical key, computed for each successor from its parent's ids and the
+memoized moves of the model's factored relation, and the successor is built
+only when its key is new. Behind the search only the keys, a parent pointer and
+a move number per state are kept; a counterexample is replayed from the initial
+state.
 
 With ``keep_graph`` the reachable graph is kept as a flat edge list during the
 search and handed out as a ``networkx.DiGraph`` (``result.graph``, built in
@@ -50,19 +39,14 @@ from typing import Any, ParamSpec, TypeVar
 
 import networkx as nx
 
-from fencepost.model.config import ModelConfig
-from fencepost.model.invariants import INVARIANTS, Invariant
-from fencepost.model.keys import (
-    _CHANGES,
-    _Keys,
-    _Node,
-    canonical_key,
-)
-from fencepost.model.machine import initial, successors
-from fencepost.model.render import summarize
-from fencepost.model.sometimes import Sometimes, applicable
-from fencepost.model.state import (
+from fencepost.explorer.keys import Keys, Node, changes
+from fencepost.model.spec import (
+    SPEC,
     Action,
+    Invariant,
+    ModelConfig,
+    Sometimes,
+    Spec,
     State,
 )
 
@@ -119,6 +103,8 @@ class Step:
     index: int
     action: Action | None
     state: State
+    #: The state in the model's words (:attr:`Spec.describe`), line by line.
+    lines: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -127,7 +113,7 @@ class Step:
 
     def summary(self) -> list[str]:
         """The record, the checkpoints and the moving processes after this step."""
-        return summarize(self.state)
+        return list(self.lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +127,7 @@ class Reached:
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """The invariant a counterexample breaks (the first in INVARIANTS order) and any others."""
+    """The invariant a counterexample breaks (the first in the model's order) and any others."""
 
     invariant: str
     doc: str
@@ -174,8 +160,10 @@ class ExploreResult:
     memory_start: int = 0
     memory_peak: int = 0
     #: The explorer's own key of every node, by state number (kept with the graph): flat
-    #: tuples of small ints (see :class:`_Keys`), for a same-run baseline over the graph.
+    #: tuples of small ints (see :class:`Keys`), for a same-run baseline over the graph.
     state_keys: list[tuple[int, ...]] | None = None
+    #: The model explored (its canonical key names the nodes, its successors the edges).
+    model: Spec = SPEC
     _graph: Any = None
     _keys: list[Hashable] | None = None
 
@@ -200,7 +188,8 @@ class ExploreResult:
     def keys(self) -> list[Hashable]:
         """Canonical key of every node (empty unless the graph was kept)."""
         if self._keys is None:
-            self._keys = [canonical_key(rep, self.symmetry) for rep in self.representatives]
+            key = self.model.canonical_key
+            self._keys = [key(rep, self.symmetry) for rep in self.representatives]
         return self._keys
 
     @property
@@ -292,32 +281,34 @@ def explore(
     symmetry: bool = True,
     keep_graph: bool = True,
     max_states: int | None = None,
-    invariants: Sequence[Invariant] = INVARIANTS,
+    invariants: Sequence[Invariant] | None = None,
     max_memory: int | None = None,
     progress: Callable[[ExploreProgress], None] | None = None,
     progress_every: float = 2.0,
     sometimes: Sequence[Sometimes] | None = None,
+    model: Spec = SPEC,
 ) -> ExploreResult:
-    """Explore every state reachable within ``config``'s bounds, breadth first.
+    """Explore every state of ``model`` reachable within ``config``'s bounds, breadth first.
 
-    Stops at the first state breaking one of ``invariants`` (verdict
+    Stops at the first state breaking one of ``invariants`` (by default the
+    model's: :attr:`Spec.invariants`; verdict
     ``violated``, with a shortest counterexample), or when a budget runs out
     (verdict ``incomplete``, ``stopped_by`` saying which): ``max_states``
     distinct states, or ``max_memory`` bytes in use by the process (looked at
     every 1,024 new states, so it is overshot by at most that many states'
     worth, a few hundred bytes each). Otherwise every transition was also checked
-    against the ``sometimes`` properties (by default those
-    :func:`~fencepost.model.sometimes.applicable` to ``config``): the verdict is
+    against the ``sometimes`` properties (by default those the model requires of
+    ``config``: :attr:`Spec.sometimes`): the verdict is
     ``holds`` when each was reached (``result.reached`` says where first), else
     ``vacuous`` (``result.unreached`` lists them). Checking them costs, while
     any is unreached, building the successor and one test per unreached
     property on each transition of an action kind that can reach one
-    (:attr:`~fencepost.model.sometimes.Sometimes.kinds`), nothing once all
+    (``Sometimes.kinds``), nothing once all
     are. ``progress`` is called about every ``progress_every`` seconds with an
     :class:`ExploreProgress`.
 
     Cost. Time: per distinct state, one memo lookup per partition, reader and
-    publisher (:class:`_Keys`, over :mod:`fencepost.model.machine`) and the
+    publisher (:class:`Keys`, over the model's factored relation) and the
     invariants reading a field its transition changed (``Invariant.reads``);
     per transition, one key (a tuple of ``1 + partitions + publishers`` small
     ints) and one set probe; a successor state is built only when its key is
@@ -338,13 +329,12 @@ def explore(
     """
     started = time.perf_counter()
     memory_start = memory_peak = memory_in_use()
-    start = initial(config)
-    keys = _Keys(symmetry)
-    parts0 = [keys.parts_of(p) for p in start.partitions]
-    pids0 = [keys.partition_id(p) for p in parts0]
-    qids0 = keys.publisher_ids_of(start)
-    head0 = keys.head(start.epoch, start.record, start.history)
-    key0 = keys.key(head0, pids0, qids0)
+    if invariants is None:
+        invariants = model.invariants
+    start = model.initial(config)
+    keys = Keys(model.factored, symmetry)
+    node0 = keys.node(start)
+    key0 = keys.key(node0[5], node0[3], node0[4])
     # Without the graph, membership is all that is asked of a key: a set (no state numbers).
     index: dict[tuple[int, ...], int] = {key0: 0}
     seen: set[tuple[int, ...]] = {key0}
@@ -361,15 +351,13 @@ def explore(
     # those reading a field it changes (the state it leaves passed every one).
     checks = [
         [inv.check for inv in invariants if inv.reads is None or inv.reads & changed]
-        for changed in _CHANGES
+        for changed in changes(model.factored)
     ]
-    waiting = list(applicable(config) if sometimes is None else sometimes)
+    waiting = list(model.sometimes(config) if sometimes is None else sometimes)
     trigger = _kinds(waiting)
     reached: dict[str, Reached] = {}
     found = _violated(start, invariants)
-    qcs0 = [keys.publisher_cid(p) for p in start.publishers]
-    node0: _Node = (0, start, parts0, pids0, qids0, head0, qcs0, keys.record_cid(start.record))
-    frontier: list[_Node] = [node0] if found is None else []
+    frontier: list[Node] = [node0] if found is None else []
     capped = False
     stopped_by: str | None = None
     hit = 0
@@ -378,7 +366,7 @@ def explore(
     candidates = keys.candidates
     build = keys.build
     while frontier and found is None and not capped:
-        nxt: list[_Node] = []
+        nxt: list[Node] = []
         for node in frontier:
             sid = node[0]
             state = node[1]
@@ -479,6 +467,7 @@ def explore(
         memory_start=memory_start,
         memory_peak=memory_peak,
         state_keys=list(index) if keep_graph else None,
+        model=model,
     )
     if found is not None:
         result.verdict = VIOLATED
@@ -489,7 +478,7 @@ def explore(
             path.append(at)
             at = parent[at]
         path.reverse()
-        result.counterexample = _replay(start, [moved[n] for n in path[1:]])
+        result.counterexample = _replay(model, start, [moved[n] for n in path[1:]])
         result.depth = len(path) - 1
     elif capped:
         result.verdict = INCOMPLETE
@@ -510,17 +499,18 @@ def _kinds(waiting: Sequence[Sometimes]) -> frozenset[str] | None:
     return frozenset(kinds)
 
 
-def _replay(start: State, moves: Sequence[int]) -> list[Step]:
+def _replay(model: Spec, start: State, moves: Sequence[int]) -> list[Step]:
     """The path taking the ``moves``-th successor at each step from ``start``.
 
     The transitions are functions, so this rebuilds exactly the states the
-    exploration met; it costs one :func:`successors` call per step.
+    exploration met; it costs one call of the model's successors per step.
     """
-    steps = [Step(0, None, start)]
+    describe = model.describe
+    steps = [Step(0, None, start, tuple(describe(start)))]
     state = start
     for n, m in enumerate(moves, 1):
-        action, state = successors(state)[m]
-        steps.append(Step(n, action, state))
+        action, state = model.successors(state)[m]
+        steps.append(Step(n, action, state, tuple(describe(state))))
     return steps
 
 
@@ -530,11 +520,12 @@ def explore_parts(
     symmetry: bool = True,
     keep_graph: bool = True,
     max_states: int | None = None,
-    invariants: Sequence[Invariant] = INVARIANTS,
+    invariants: Sequence[Invariant] | None = None,
     max_memory: int | None = None,
     progress: Callable[[ExploreProgress], None] | None = None,
     progress_every: float = 2.0,
     sometimes: Sequence[Sometimes] | None = None,
+    model: Spec = SPEC,
 ) -> Exploration:
     """Explore each configuration (typically one per part) in turn."""
     return Exploration(
@@ -549,6 +540,7 @@ def explore_parts(
                 progress=progress,
                 progress_every=progress_every,
                 sometimes=sometimes,
+                model=model,
             )
             for c in configs
         ]
