@@ -7,6 +7,7 @@ from functools import partial
 
 import pytest
 from click.testing import CliRunner
+from proof_memo import SHARED_PROOF
 
 from fencepost.cli import main
 from fencepost.properties import proofs as P
@@ -81,8 +82,12 @@ def test_a_verdict_other_than_expected_exits_1(monkeypatch: pytest.MonkeyPatch) 
 
 
 # --- fencepost prove --protocol ---------------------------------------------------------
+# The proof's outcomes are decided once per worker (tests/proof_memo.py): these tests check
+# what the command makes of them (lines, JSON, counterexamples, exit codes).
 
 
+@SHARED_PROOF
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     code, output = run("--protocol")
     assert code == 0, output
@@ -97,6 +102,8 @@ def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     assert f"all {len(lines)} obligations proved" in output
 
 
+@SHARED_PROOF
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_json() -> None:
     code, output = run("--protocol", "--json")
     assert code == 0, output
@@ -110,6 +117,8 @@ def test_protocol_proof_json() -> None:
     assert lemmas["proposal_certified"]["property"] is False
 
 
+@SHARED_PROOF
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_a_mutant_is_refuted_with_its_counterexample_and_its_reachability() -> None:
     code, output = run("--protocol", "--mutant", "stale-cut-retry")
     assert code == 1, output

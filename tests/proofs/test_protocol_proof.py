@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from proof_memo import SHARED_PROOF, shared_prove_all
 
 from fencepost.model.config import DEFAULTS
 from fencepost.model.machine import initial as model_initial
@@ -34,15 +35,17 @@ from fencepost.properties.protocol_proof import (
     REFUTED,
     SAFETY,
     Outcome,
-    prove_all,
     prove_protocol,
 )
 from fencepost.properties.protocol_relation import Encoder
 
+#: The whole proof is decided once per worker and shared with the commands' tests.
+pytestmark = SHARED_PROOF
+
 
 @pytest.fixture(scope="module")
 def proof() -> list[Outcome]:
-    return prove_all()
+    return shared_prove_all()
 
 
 def test_every_obligation_is_proved(proof: list[Outcome]) -> None:
