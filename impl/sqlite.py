@@ -685,10 +685,10 @@ class SQLiteStore:
                 raise self._failed("read", exc) from exc
         if len(rows) == 1 and rows[0][0] == "c":
             # The usual answer (every member present, final, in scope): the least cut only.
-            least = self._least_cut(stream, epoch, rows[0])
-            return MergeSummary(epoch, minimum=least if membership.order is not None else None)
+            only = self._least_cut(stream, epoch, rows[0])
+            return MergeSummary(epoch, minimum=only if membership.order is not None else None)
         names: dict[str, list[str]] = {"m": [], "s": [], "p": []}
-        least = None
+        least: Cut | None = None
         for row in rows:
             if row[0] == "c":
                 least = self._least_cut(stream, epoch, row)
