@@ -4,11 +4,9 @@ Fast tests run by default. Long explorations and soak runs carry
 ``@pytest.mark.slow`` and run with ``--run-slow``, in their bounded form (CI runs
 them so); ``--run-slow --full-length`` runs them whole (tests/lengths.py).
 
-The suite runs on every core (pytest-xdist, ``-n auto --dist loadgroup`` in
-pyproject.toml). A world built once for several tests stays built once: every test
-using a module-scoped fixture is sent to the worker that builds it (the module is
-its ``xdist_group``), and tests sharing a session-wide memo name their group
-themselves (``proof_memo.SHARED_PROOF``). See tests/README.md, "Parallel runs".
+The suite runs on every core (pytest-xdist, ``-n auto --dist loadscope`` in
+pyproject.toml): each module runs whole on one worker, so a module-scoped world is
+built once. See tests/README.md, "Parallel runs".
 """
 
 from __future__ import annotations
@@ -54,30 +52,7 @@ def length(request: pytest.FixtureRequest) -> Length:
     return Length(full=bool(request.config.getoption("--full-length")))
 
 
-def _module_scoped(item: pytest.Item) -> bool:
-    """Does ``item`` use a module-scoped fixture (a world its module builds once)?"""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(
-        definition.scope == "module"
-        for definitions in info.name2fixturedefs.values()
-        for definition in definitions
-    )
-
-
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group, then skip the slow tests unless ``--run-slow``.
-
-    Grouping runs first (``tryfirst``) so that xdist's worker reads the groups when it
-    sends the collected ids. A test that names its group keeps it; one that uses a
-    module-scoped fixture joins its module's group, so the fixture is built on one
-    worker instead of once per worker.
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None and _module_scoped(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     if config.getoption("--run-slow"):
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --run-slow (CI does)")

@@ -16,9 +16,10 @@ and their exit codes from real Z3 outcomes, without proving the same thing again
   refuted obligation's break among reachable states (an exploration of the mutant
   model) memoized the same way.
 
-The tests that use it carry :data:`SHARED_PROOF`, one xdist group,
-so one worker decides each call. Cost: the outcomes are kept (a few thousand small
-objects and the Z3 models of refuted obligations) until the worker exits.
+Each xdist worker keeps its own memo (a worker runs whole modules: at most one
+decision per worker of the full proof, instead of one per test). Cost: the outcomes
+are kept (a few thousand small objects and the Z3 models of refuted obligations)
+until the worker exits.
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ _REAL: Callable[..., list[Outcome]] = protocol_proof.prove_protocol
 _SIGNATURE = inspect.signature(_REAL)
 _DECIDED: dict[tuple[Hashable, ...], list[Outcome]] = {}
 _SEARCHED: dict[tuple[str, str | None, str, str | None], Reachability] = {}
-
-#: The xdist group of every test that reads the memo: one worker decides each proof.
-SHARED_PROOF = pytest.mark.xdist_group("protocol-proof")
 
 
 def _key(arguments: dict[str, Any]) -> tuple[Hashable, ...]:

@@ -7,14 +7,12 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
-from proof_memo import SHARED_PROOF
 
 from fencepost import gate
 from fencepost.commands.check import command
 from fencepost.gate import GateOptions, Part, PartResult
 
 
-@SHARED_PROOF
 @pytest.mark.usefixtures("shared_protocol_proof")
 def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     junit = tmp_path / "gate.xml"
@@ -30,7 +28,6 @@ def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     )
 
 
-@SHARED_PROOF
 @pytest.mark.usefixtures("shared_protocol_proof")
 def test_proofs_part_fails_when_the_protocol_induction_fails(
     monkeypatch: pytest.MonkeyPatch,

@@ -7,7 +7,6 @@ from functools import partial
 
 import pytest
 from click.testing import CliRunner
-from proof_memo import SHARED_PROOF
 
 from fencepost.cli import main
 from fencepost.properties import proofs as P
@@ -86,7 +85,6 @@ def test_a_verdict_other_than_expected_exits_1(monkeypatch: pytest.MonkeyPatch) 
 # what the command makes of them (lines, JSON, counterexamples, exit codes).
 
 
-@SHARED_PROOF
 @pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     code, output = run("--protocol")
@@ -102,7 +100,6 @@ def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     assert f"all {len(lines)} obligations proved" in output
 
 
-@SHARED_PROOF
 @pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_json() -> None:
     code, output = run("--protocol", "--json")
@@ -117,7 +114,6 @@ def test_protocol_proof_json() -> None:
     assert lemmas["proposal_certified"]["property"] is False
 
 
-@SHARED_PROOF
 @pytest.mark.usefixtures("shared_protocol_proof")
 def test_a_mutant_is_refuted_with_its_counterexample_and_its_reachability() -> None:
     code, output = run("--protocol", "--mutant", "stale-cut-retry")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from proof_memo import SHARED_PROOF, shared_prove_all
+from proof_memo import shared_prove_all
 
 from fencepost.model.config import DEFAULTS
 from fencepost.model.machine import initial as model_initial
@@ -38,9 +38,6 @@ from fencepost.properties.protocol_proof import (
     prove_protocol,
 )
 from fencepost.properties.protocol_relation import Encoder
-
-#: The whole proof is decided once per worker and shared with the commands' tests.
-pytestmark = SHARED_PROOF
 
 
 @pytest.fixture(scope="module")
