@@ -62,16 +62,20 @@ ORDER = IntegerOrder("offsets", successor_exact=True)
 MEMBERSHIP = Membership(1, "q", {"A": "offsets"}, {"offsets": ORDER})
 
 
-def _wait(start_at: float) -> None:
-    while time.monotonic() < start_at:
-        time.sleep(0.001)
+def _start(barrier: Any, seconds: float) -> tuple[float, float]:
+    """Wait until every process of the run is ready (connected, set up), then start
+    together: ``(start, deadline)``. A fixed head start was not enough on a loaded
+    machine (processes still importing when the window had closed)."""
+    barrier.wait(timeout=300)
+    start = time.monotonic()
+    return start, start + seconds
 
 
 # --- fencepost ------------------------------------------------------------------------------
 
 
 def fencepost_worker(
-    dsn: str, schema: str, index: int, folder: str, start_at: float, seconds: float
+    dsn: str, schema: str, index: int, folder: str, barrier: Any, seconds: float
 ) -> None:
     """One publisher process: advance its checkpoint, publish, repeat until time is up."""
     stream = f"b{index}"
@@ -82,8 +86,7 @@ def fencepost_worker(
     publisher = Publisher(store, stream, f"w{index}")
     generation: int | None = None
     offset = 0
-    _wait(start_at)
-    deadline = start_at + seconds
+    _, deadline = _start(barrier, seconds)
     cpu_start, server_start = time.process_time(), _backend_cpu(dsn, name)
     while time.monotonic() < deadline:
         written = store.write_checkpoint(
@@ -172,7 +175,7 @@ def baseline_worker(
     statements: dict[str, str],
     index: int,
     folder: str,
-    start_at: float,
+    barrier: Any,
     seconds: float,
 ) -> None:
     """One process: the same five statements per cycle, one connection, prepared."""
@@ -182,9 +185,7 @@ def baseline_worker(
     conn.execute("SET synchronous_commit = on")
     generation, offset, cycles = 1, 1, 0  # the stored checkpoint is generation 1
     write_id = uuid.uuid4()
-    _wait(start_at)
-    deadline = start_at + seconds
-    first = time.monotonic()
+    first, deadline = _start(barrier, seconds)
     while time.monotonic() < deadline:
         cut = Cut.through(offset)
         rows = conn.execute(
@@ -254,8 +255,10 @@ def _drop(dsn: str, schema: str) -> None:
 
 
 def _spawn(target: Any, args_of: Any, processes: int) -> None:
+    """Run ``target(*args_of(i, barrier))`` in ``processes`` processes that start together."""
     ctx = multiprocessing.get_context("forkserver")
-    procs = [ctx.Process(target=target, args=args_of(i)) for i in range(processes)]
+    barrier = ctx.Barrier(processes)
+    procs = [ctx.Process(target=target, args=args_of(i, barrier)) for i in range(processes)]
     for p in procs:
         p.start()
     for p in procs:
@@ -267,11 +270,10 @@ def _spawn(target: Any, args_of: Any, processes: int) -> None:
 def run_fencepost(dsn: str, processes: int, seconds: float) -> dict[str, Any]:
     schema = _setup(dsn, processes, first_generation=False)
     folder = tempfile.mkdtemp(prefix="fencepost-bench-")
-    start_at = time.monotonic() + 2.0 + 0.2 * processes
     try:
         _spawn(
             fencepost_worker,
-            lambda i: (dsn, schema, i, folder, start_at, seconds),
+            lambda i, barrier: (dsn, schema, i, folder, barrier, seconds),
             processes,
         )
         ops = list(read_ops(sorted(Path(folder).glob("*.jsonl"))))
@@ -312,11 +314,10 @@ def run_baseline(
 ) -> dict[str, Any]:
     schema = _setup(dsn, processes, first_generation=True)
     folder = tempfile.mkdtemp(prefix="fencepost-bench-raw-")
-    start_at = time.monotonic() + 1.0 + 0.1 * processes
     try:
         _spawn(
             baseline_worker,
-            lambda i: (dsn, schema, statements, i, folder, start_at, seconds),
+            lambda i, barrier: (dsn, schema, statements, i, folder, barrier, seconds),
             processes,
         )
         runs = [json.loads(p.read_text()) for p in Path(folder).glob("r*.json")]

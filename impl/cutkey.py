@@ -38,7 +38,7 @@ Cost: O(size of the coordinate); nothing here depends on the number of partition
 
 from __future__ import annotations
 
-from fencepost.impl.cuts import Cut, Endpoint
+from fencepost.impl.cuts import Cut
 from fencepost.impl.orders import Order
 
 _NOTHING_KEY = b"\x00"
@@ -69,10 +69,11 @@ def cut_key(order: Order, cut: Cut) -> bytes:
     The key does not depend on whether ``order`` has an exact successor (see the
     module docstring); ``order`` is taken so that a future order kind can differ.
     """
-    if cut.endpoint is Endpoint.NOTHING:
+    kind = cut.endpoint._value_  # the member's own attribute: no enum lookup (impl/cuts.py)
+    if kind == "nothing":
         return _NOTHING_KEY
     at = cut.at
-    tie = b"\x01" if cut.endpoint is Endpoint.THROUGH else b"\x00"
+    tie = b"\x01" if kind == "through" else b"\x00"
     if type(at) is int:
         return b"\x01" + integer_key(at) + tie
     assert type(at) is str

@@ -31,6 +31,17 @@ class Endpoint(Enum):
     THROUGH = "through"
 
 
+# The members as module constants. On Python 3.11 ``Endpoint.NOTHING`` is a lookup
+# through the enum's metaclass and ``member.value`` a Python-level property (each about
+# 0.2 us, dozens of times per publication attempt); a module global and ``_value_`` (the
+# member's own attribute) are a dictionary read. Same objects, same strings.
+_NOTHING_KIND = Endpoint.NOTHING
+_BEFORE_KIND = Endpoint.BEFORE
+_THROUGH_KIND = Endpoint.THROUGH
+#: An endpoint by its stored name (``before``/``through``/``nothing``): what a store reads.
+ENDPOINT_BY_NAME: dict[str, Endpoint] = {e._value_: e for e in Endpoint}
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """A coverage claim: ``nothing``, ``before at`` or ``through at``.
@@ -44,11 +55,13 @@ class Cut:
     at: Coordinate | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.endpoint, Endpoint):
-            raise InvalidValue("cut.kind", self.endpoint, "a cut's kind is before or through")
-        if self.endpoint is Endpoint.NOTHING:
+        endpoint = self.endpoint
+        if endpoint is _NOTHING_KIND:
             if self.at is not None:
                 raise InvalidValue("cut.at", self.at, "the nothing cut has no coordinate")
+        elif endpoint is not _BEFORE_KIND and endpoint is not _THROUGH_KIND:
+            # the three members are every Endpoint there is: anything else is not one
+            raise InvalidValue("cut.kind", endpoint, "a cut's kind is before or through")
         elif type(self.at) not in (int, str):
             raise InvalidValue(
                 "cut.at", self.at, "a before/through cut needs an int or str coordinate"
@@ -62,30 +75,30 @@ class Cut:
     @staticmethod
     def before(at: Coordinate) -> Cut:
         """Every event strictly before ``at`` is covered; events at ``at`` are not."""
-        return Cut(Endpoint.BEFORE, at)
+        return Cut(_BEFORE_KIND, at)
 
     @staticmethod
     def through(at: Coordinate) -> Cut:
         """Every event at or before ``at`` is covered."""
-        return Cut(Endpoint.THROUGH, at)
+        return Cut(_THROUGH_KIND, at)
 
     @property
     def is_nothing(self) -> bool:
-        return self.endpoint is Endpoint.NOTHING
+        return self.endpoint is _NOTHING_KIND
 
     def validated(self, order: Order, field: str = "cut") -> Cut:
         """This cut, with its coordinate checked against ``order``."""
-        if self.endpoint is not Endpoint.NOTHING:
+        if self.endpoint is not _NOTHING_KIND:
             order.validate(self.at, f"{field}.at")
         return self
 
     def __str__(self) -> str:
-        if self.endpoint is Endpoint.NOTHING:
+        if self.endpoint is _NOTHING_KIND:
             return "nothing"
-        return f"{self.endpoint.value} {self.at!r}"
+        return f"{self.endpoint._value_} {self.at!r}"
 
 
-NOTHING = Cut(Endpoint.NOTHING)
+NOTHING = Cut(_NOTHING_KIND)
 
 
 def _key(order: Order, cut: Cut) -> tuple[int, Coordinate | None, int]:
@@ -96,13 +109,13 @@ def _key(order: Order, cut: Cut) -> tuple[int, Coordinate | None, int]:
     Otherwise ``(x, before) < (x, through) < (y, before)`` for ``x < y``, which
     is exactly inclusion of downsets on a dense order.
     """
-    if cut.endpoint is Endpoint.NOTHING:
+    if cut.endpoint is _NOTHING_KIND:
         return (0, None, 0)
     assert cut.at is not None
     if order.has_successor:
-        at = cut.at if cut.endpoint is Endpoint.BEFORE else order.successor(cut.at)
+        at = cut.at if cut.endpoint is _BEFORE_KIND else order.successor(cut.at)
         return (1, at, 0)
-    return (1, cut.at, 0 if cut.endpoint is Endpoint.BEFORE else 1)
+    return (1, cut.at, 0 if cut.endpoint is _BEFORE_KIND else 1)
 
 
 def compare_cuts(order: Order, a: Cut, b: Cut) -> int:
@@ -155,7 +168,7 @@ def minimum(order: Order, cuts: list[Cut]) -> Cut:
 
 def _prefer(order: Order, candidate: Cut, incumbent: Cut) -> bool:
     """Among equivalent cuts, prefer the smaller coordinate (``through x`` over ``before x+1``)."""
-    if candidate.endpoint is Endpoint.NOTHING or incumbent.endpoint is Endpoint.NOTHING:
+    if candidate.endpoint is _NOTHING_KIND or incumbent.endpoint is _NOTHING_KIND:
         return False
     assert candidate.at is not None and incumbent.at is not None
     return order.compare(candidate.at, incumbent.at) < 0

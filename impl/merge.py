@@ -55,6 +55,11 @@ MERGE_REASON_ORDER: tuple[WithheldReason, ...] = (
     WithheldReason.NO_COVERAGE,
 )
 
+#: The reasons a summary's four name lists stand for, in checking order (the first
+#: four of :data:`MERGE_REASON_ORDER`), read once here rather than through the enum
+#: class on every merge.
+_SUMMARY_REASONS: tuple[WithheldReason, ...] = MERGE_REASON_ORDER[:4]
+
 #: One entry per member, in partition-name order: its checkpoint or None.
 Vector = tuple[tuple[str, Checkpoint | None], ...]
 
@@ -192,14 +197,14 @@ def merge_summary(membership: Membership, summary: MergeSummary) -> Cut | Withhe
             summary.epoch,
             f"the summary is of another epoch than the membership ({membership.epoch})",
         )
-    for reason, members in (
-        (WithheldReason.MISSING_CHECKPOINT, summary.missing),
-        (WithheldReason.EPOCH_MISMATCH, summary.wrong_epoch),
-        (WithheldReason.SCOPE_MISMATCH, summary.wrong_scope),
-        (WithheldReason.UNSUPPORTED_FINALITY, summary.provisional),
-    ):
-        if members:
-            return Withheld(reason, (), name_list(members))
+    if summary.missing or summary.wrong_epoch or summary.wrong_scope or summary.provisional:
+        for reason, members in zip(
+            _SUMMARY_REASONS,
+            (summary.missing, summary.wrong_epoch, summary.wrong_scope, summary.provisional),
+            strict=True,
+        ):
+            if members:
+                return Withheld(reason, (), name_list(members))
     order_names = membership.order_names
     if len(order_names) > 1:
         return Withheld(WithheldReason.INCOMPARABLE, (), name_list(order_names))

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from fencepost.impl.codec import membership_to_json
-from fencepost.impl.cuts import NOTHING, Cut, Endpoint
+from fencepost.impl.cuts import ENDPOINT_BY_NAME, NOTHING, Cut
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
     DefiniteStoreError,
@@ -47,22 +47,26 @@ def _counter(value: int, field: str) -> int:
 
 def encode_cut(cut: Cut) -> tuple[str, Decimal | None, bytes | None]:
     """``(kind, integer coordinate, UTF-8 string coordinate)``: exact for any coordinate."""
-    if cut.endpoint is Endpoint.NOTHING:
+    kind = cut.endpoint._value_  # the member's own attribute: no enum lookup (impl/cuts.py)
+    if kind == "nothing":
         return ("nothing", None, None)
     if type(cut.at) is int:
-        return (cut.endpoint.value, Decimal(cut.at), None)
+        return (kind, Decimal(cut.at), None)
     assert type(cut.at) is str
-    return (cut.endpoint.value, None, cut.at.encode("utf-8"))
+    return (kind, None, cut.at.encode("utf-8"))
 
 
 def decode_cut(kind: str, at_int: Decimal | None, at_str: bytes | None) -> Cut:
     """The inverse of :func:`encode_cut`."""
     if kind == "nothing":
         return NOTHING
+    endpoint = ENDPOINT_BY_NAME.get(kind)  # the column's CHECK allows the three kinds only
+    if endpoint is None:
+        raise DefiniteStoreError(f"stored cut kind {kind!r} is not a cut kind: corrupt row")
     if at_int is not None:
-        return Cut(Endpoint(kind), int(at_int))
+        return Cut(endpoint, int(at_int))
     if at_str is not None:
-        return Cut(Endpoint(kind), bytes(at_str).decode("utf-8"))
+        return Cut(endpoint, bytes(at_str).decode("utf-8"))
     raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
 
 

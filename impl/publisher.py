@@ -307,7 +307,8 @@ class Publisher:
                 proposal,
                 detail,
             )
-            self._emit(outcome.value, op_id, record, reason=reason, detail=detail)
+            if self.log.isEnabledFor(logging.INFO):
+                self._emit(outcome.value, op_id, record, reason=reason, detail=detail)
             return done
 
         while True:

@@ -440,18 +440,22 @@ class SQLiteStore:
         if epoch is not None:
             check_revision(epoch, "epoch")
             _counter(epoch, "epoch")
-        with self._cursor() as db:
-            if epoch is None:
-                # One statement: the stream exists, and its current (highest) epoch.
-                exists, current = db.execute(_CURRENT_EPOCH_QUERY, (stream,)).fetchone()
-                if not exists:
-                    raise UnknownStream(
-                        f"stream {stream!r} does not exist: create it with create_stream first"
-                    )
-                epoch = int(current)
-            elif (stream, epoch) not in self._memberships_seen:
-                self._require_stream(db, stream)
-            found = self._membership(db, stream, epoch)
+        with self._lock:  # _cursor inline (see read_publication)
+            db = self._db
+            try:
+                if epoch is None:
+                    # One statement: the stream exists, and its current (highest) epoch.
+                    exists, current = db.execute(_CURRENT_EPOCH_QUERY, (stream,)).fetchone()
+                    if not exists:
+                        raise UnknownStream(
+                            f"stream {stream!r} does not exist: create it with create_stream first"
+                        )
+                    epoch = int(current)
+                elif (stream, epoch) not in self._memberships_seen:
+                    self._require_stream(db, stream)
+                found = self._membership(db, stream, epoch)
+            except sqlite3.Error as exc:
+                raise self._failed("read", exc) from exc
         if found is None:
             raise DefiniteStoreError(f"stream {stream!r} has no membership for epoch {epoch}")
         return found
@@ -474,8 +478,13 @@ class SQLiteStore:
 
     def read_publication(self, stream: str) -> PublicationRecord:
         check_name(stream, "stream")
-        with self._cursor() as db:
-            record = self._record(db, stream)
+        # The lock and the error mapping of _cursor, inline: this is one of the four calls
+        # of every publication attempt, and a generator context costs more than the read.
+        with self._lock:
+            try:
+                record = self._record(self._db, stream)
+            except sqlite3.Error as exc:
+                raise self._failed("read", exc) from exc
         if record is None:
             raise UnknownStream(
                 f"stream {stream!r} does not exist: create it with create_stream first"
@@ -662,23 +671,29 @@ class SQLiteStore:
         check_name(stream, "stream")
         check_revision(epoch, "epoch")
         _counter(epoch, "epoch")
-        with self._cursor() as db:
-            membership = self._membership(db, stream, epoch)
-            if membership is None:
-                self._require_stream(db, stream)
-                raise DefiniteStoreError(f"stream {stream!r} has no membership for epoch {epoch}")
-            rows = db.execute(_SUMMARY_QUERY, (stream, epoch)).fetchall()
+        with self._lock:  # _cursor inline (see read_publication)
+            db = self._db
+            try:
+                membership = self._membership(db, stream, epoch)
+                if membership is None:
+                    self._require_stream(db, stream)
+                    raise DefiniteStoreError(
+                        f"stream {stream!r} has no membership for epoch {epoch}"
+                    )
+                rows = db.execute(_SUMMARY_QUERY, (stream, epoch)).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failed("read", exc) from exc
+        if len(rows) == 1 and rows[0][0] == "c":
+            # The usual answer (every member present, final, in scope): the least cut only.
+            only = self._least_cut(stream, epoch, rows[0])
+            return MergeSummary(epoch, minimum=only if membership.order is not None else None)
         names: dict[str, list[str]] = {"m": [], "s": [], "p": []}
         least: Cut | None = None
-        for tag, a, b, c in rows:
-            if tag == "c":
-                try:
-                    least = decode_cut(a, b, c)
-                except ValueError as exc:
-                    where = f"stream={stream!r} epoch={epoch} (the least cut)"
-                    raise self._corrupt("checkpoints", where, exc) from None
+        for row in rows:
+            if row[0] == "c":
+                least = self._least_cut(stream, epoch, row)
             else:
-                names[tag].append(a)
+                names[row[0]].append(row[1])
         return MergeSummary(
             epoch,
             missing=tuple(sorted(names["m"])),
@@ -686,6 +701,13 @@ class SQLiteStore:
             provisional=tuple(sorted(names["p"])),
             minimum=least if membership.order is not None else None,
         )
+
+    def _least_cut(self, stream: str, epoch: int, row: tuple[str, str, str, str]) -> Cut:
+        try:
+            return decode_cut(row[1], row[2], row[3])
+        except ValueError as exc:
+            where = f"stream={stream!r} epoch={epoch} (the least cut)"
+            raise self._corrupt("checkpoints", where, exc) from None
 
     # --- outcomes ------------------------------------------------------------------
 

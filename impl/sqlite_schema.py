@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from fencepost.impl.codec import membership_from_json
 from fencepost.impl.cutkey import cut_key
-from fencepost.impl.cuts import NOTHING, Cut, Endpoint
+from fencepost.impl.cuts import ENDPOINT_BY_NAME, NOTHING, Cut
 from fencepost.impl.errors import InvalidValue
 from fencepost.impl.merge import DETAIL_NAMES
 from fencepost.impl.stores import StoreOpenError, check_counter
@@ -184,16 +184,17 @@ def _counter(value: int, field: str) -> int:
 
 def encode_cut(cut: Cut) -> tuple[str, str | None, str | None]:
     """``(kind, type tag, text)`` storing ``cut`` exactly, whatever its coordinate's size."""
-    if cut.endpoint is Endpoint.NOTHING:
+    kind = cut.endpoint._value_  # the member's own attribute: no enum lookup (impl/cuts.py)
+    if kind == "nothing":
         return ("nothing", None, None)
     at = cut.at
     if type(at) is str:
-        return (cut.endpoint.value, "str", at)
+        return (kind, "str", at)
     assert type(at) is int
     try:
-        return (cut.endpoint.value, "int", str(at))
+        return (kind, "int", str(at))
     except ValueError:  # past sys.get_int_max_str_digits(): hexadecimal has no limit
-        return (cut.endpoint.value, "int16", format(at, "x"))
+        return (kind, "int16", format(at, "x"))
 
 
 def decode_cut(kind: str, tag: str | None, text: str | None) -> Cut:
@@ -201,20 +202,25 @@ def decode_cut(kind: str, tag: str | None, text: str | None) -> Cut:
     stored value is not one :func:`encode_cut` writes (a corrupt row)."""
     if kind == "nothing":
         return NOTHING
-    if kind not in ("before", "through"):
+    endpoint = _ENDPOINTS.get(kind)
+    if endpoint is None:
         raise InvalidValue("cut_kind", kind, "not a cut kind: nothing, before or through")
     if type(text) is not str:
         raise InvalidValue("cut_at", text, f"a cut of kind {kind!r} needs its coordinate as text")
     if tag == "str":
-        return Cut(Endpoint(kind), text)
+        return Cut(endpoint, text)
     try:
         if tag == "int":
-            return Cut(Endpoint(kind), int(text))
+            return Cut(endpoint, int(text))
         if tag == "int16":
-            return Cut(Endpoint(kind), int(text, 16))
+            return Cut(endpoint, int(text, 16))
     except ValueError:
         raise InvalidValue("cut_at", text, f"not an integer of type tag {tag!r}") from None
     raise InvalidValue("cut_type", tag, "an unknown type tag (int, int16 or str)")
+
+
+#: The stored kinds of a cut with a coordinate (``nothing`` has none).
+_ENDPOINTS = {name: e for name, e in ENDPOINT_BY_NAME.items() if name != "nothing"}
 
 
 def _tables_of(version: int) -> list[str]:

@@ -3,6 +3,10 @@
 Fast tests run by default. Long explorations and soak runs carry
 ``@pytest.mark.slow`` and run with ``--run-slow``, in their bounded form (CI runs
 them so); ``--run-slow --full-length`` runs them whole (tests/lengths.py).
+
+The suite runs on every core (pytest-xdist, ``-n auto --dist loadscope`` in
+pyproject.toml): each module runs whole on one worker, so a module-scoped world is
+built once. See tests/README.md, "Parallel runs".
 """
 
 from __future__ import annotations
@@ -60,4 +64,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # PostgreSQL fixtures (pg_dsn, pg_schema, pg_store): FENCEPOST_DATABASE_URL or a
 # throwaway pgserver; PostgreSQL tests fail, never skip, when neither works.
 # store_backends: the store contract suite's backends (store_factory, store).
-pytest_plugins = ["pg_server", "store_backends"]
+# proof_memo: the protocol proof decided once per worker (fixture shared_protocol_proof).
+pytest_plugins = ["pg_server", "store_backends", "proof_memo"]

@@ -4,7 +4,8 @@ Registered as a pytest plugin by tests/conftest.py. PostgreSQL tests never skip:
 when neither the URL answers nor a throwaway server starts, they FAIL and say
 how to fix it.
 
-- :func:`session_dsn`: one DSN per test session (started lazily, stopped at exit).
+- :func:`session_dsn`: one DSN per test run (started lazily, stopped at exit; the xdist
+  workers of one run share one throwaway server, each test in its own schema).
 - fixtures ``pg_dsn`` (session), ``pg_schema`` (a fresh PostgreSQL schema per test,
   dropped afterwards), ``pg_store`` (a :class:`PostgresStore` on that schema).
 - :class:`RestartablePostgres`: a private server on its own data folder and TCP
@@ -67,7 +68,7 @@ def session_dsn() -> str:
     try:
         from pgserver.postgres_server import get_server
 
-        folder = tempfile.mkdtemp(prefix="fencepost-pgserver-")
+        folder = _pgserver_folder()
         with warnings.catch_warnings():
             # platformdirs warns that XDG_RUNTIME_DIR is unset (CI): harmless here.
             warnings.simplefilter("ignore")
@@ -84,6 +85,23 @@ def session_dsn() -> str:
     _SESSION["source"] = "pgserver"
     _SESSION["server"] = server
     return dsn
+
+
+def _pgserver_folder() -> str:
+    """The throwaway server's data folder: one per test run, shared by its xdist workers.
+
+    Workers of one ``pytest -n`` run share ``PYTEST_XDIST_TESTRUNUID``; pgserver
+    starts the server in that folder once (under its own inter-process lock), each
+    worker registers as a user, and the last one to exit stops it and deletes the
+    folder. Every test still works in a schema of its own (:func:`fresh_schema`), so
+    the workers never see each other's tables. Without xdist: a new folder per run.
+    """
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    if not run.isalnum():
+        return tempfile.mkdtemp(prefix="fencepost-pgserver-")
+    folder = Path(tempfile.gettempdir()) / f"fencepost-pgserver-{run}"
+    folder.mkdir(exist_ok=True)
+    return str(folder)
 
 
 def session_source() -> str:

@@ -13,6 +13,7 @@ from fencepost.commands.check import command
 from fencepost.gate import GateOptions, Part, PartResult
 
 
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     junit = tmp_path / "gate.xml"
     result = CliRunner().invoke(command, ["--only", "proofs", "--junit", str(junit)])
@@ -27,6 +28,7 @@ def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_proofs_part_fails_when_the_protocol_induction_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

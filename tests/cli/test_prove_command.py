@@ -81,8 +81,11 @@ def test_a_verdict_other_than_expected_exits_1(monkeypatch: pytest.MonkeyPatch) 
 
 
 # --- fencepost prove --protocol ---------------------------------------------------------
+# The proof's outcomes are decided once per worker (tests/proof_memo.py): these tests check
+# what the command makes of them (lines, JSON, counterexamples, exit codes).
 
 
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     code, output = run("--protocol")
     assert code == 0, output
@@ -97,6 +100,7 @@ def test_protocol_proof_prints_every_obligation_proved_with_its_time() -> None:
     assert f"all {len(lines)} obligations proved" in output
 
 
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_protocol_proof_json() -> None:
     code, output = run("--protocol", "--json")
     assert code == 0, output
@@ -110,6 +114,7 @@ def test_protocol_proof_json() -> None:
     assert lemmas["proposal_certified"]["property"] is False
 
 
+@pytest.mark.usefixtures("shared_protocol_proof")
 def test_a_mutant_is_refuted_with_its_counterexample_and_its_reachability() -> None:
     code, output = run("--protocol", "--mutant", "stale-cut-retry")
     assert code == 1, output

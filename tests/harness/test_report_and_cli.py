@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -29,9 +30,12 @@ from fencepost.sut.adapter import InProcessSut
 PUBLISHER = ConformOptions(levels=frozenset({"publisher"}), schedules=0)
 
 
+@functools.cache
 def _failing_report(
     name: str = "stale-cut-retry", options: ConformOptions = PUBLISHER
 ) -> ConformReport:
+    """The same conformance run, searched and shrunk once per worker: the report is a
+    frozen value, read (never changed) by each test that renders, saves or edits it."""
     return conform(InProcessSut(CATALOG[name]), options)
 
 

@@ -124,6 +124,15 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _zombie_of_ours(entry: Path) -> bool:
+    """A zombie whose parent is this process; False when the process is gone already
+    (other processes, another test worker's among them, exit while /proc is scanned)."""
+    try:
+        return f") Z {os.getpid()} " in (entry / "stat").read_text()
+    except OSError:
+        return False
+
+
 def assert_nothing_left(factory: SubprocessSut) -> None:
     factory.close()
     assert factory.started, "the test must have started a process"
@@ -136,9 +145,7 @@ def assert_nothing_left(factory: SubprocessSut) -> None:
     zombies = [
         p.name
         for p in Path("/proc").iterdir()
-        if p.name.isdigit()
-        and _state(int(p.name)) == "Z"
-        and f") Z {os.getpid()} " in (p / "stat").read_text()
+        if p.name.isdigit() and _state(int(p.name)) == "Z" and _zombie_of_ours(p)
     ]
     assert not zombies, f"zombie children of the test process: {zombies}"
 

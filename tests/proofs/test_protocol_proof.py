@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from proof_memo import shared_prove_all
 
 from fencepost.model.config import DEFAULTS
 from fencepost.model.machine import initial as model_initial
@@ -34,7 +35,6 @@ from fencepost.properties.protocol_proof import (
     REFUTED,
     SAFETY,
     Outcome,
-    prove_all,
     prove_protocol,
 )
 from fencepost.properties.protocol_relation import Encoder
@@ -42,7 +42,7 @@ from fencepost.properties.protocol_relation import Encoder
 
 @pytest.fixture(scope="module")
 def proof() -> list[Outcome]:
-    return prove_all()
+    return shared_prove_all()
 
 
 def test_every_obligation_is_proved(proof: list[Outcome]) -> None:
