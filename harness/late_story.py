@@ -106,7 +106,7 @@ def _relation(setup: LateSetup, chain: Chain, row: RowSpec) -> tuple[str, str]:
         passed = not page.more or (last is not None and (last[1], last[0]) >= place)
         if passed:
             when = clock_text(setup, page.time)
-            if page.time < visible:
+            if page.shows < visible:
                 return (
                     "passed-early",
                     f"its pages passed {row.id}'s place at {when}, before {row.id} was visible",

@@ -202,6 +202,7 @@ GOOD_SETUP: dict[str, object] = {
     "cursor_type": "timestamp",
     "max_commit_delay": 10000,
     "horizon": False,
+    "reads": "live",
     "partitioned": False,
     "page_size": 2,
     "origin": 1704110400000,
