@@ -124,7 +124,7 @@ def test_a_lossy_tool_leads_with_its_lost_rows_and_its_story(tmp_path: Path) -> 
     between = next(i for i, line in enumerate(lines) if "r24 fell between" in line)
     assert 1 < story < schedule < prop < between
     assert "r24 (12:00:24.412) in main commits at 12:00:32" in lines[story]
-    assert "saved a bookmark through 12:00:30" in lines[story]
+    assert "and saves a bookmark through 12:00:30; r24 (12:00:24.412)" in lines[story]
     assert lines[-1].startswith("verdict: NOT CONFORMANT: the tool loses rows")
     page = html.read_text()
     assert "writers: main" in page and "no_lost_rows" in page and "r24 commits" in page

@@ -33,6 +33,42 @@ EXPECTED: dict[str, tuple[str, str, list[str]]] = {
     "horizon-last-page": ("committed-behind-read", "behind-a-page", ["r15"]),
 }
 
+#: broken variant -> what its first lost row's headline says, clause by clause in the order
+#: the events happened on the source's clock (the headline must read in time order).
+HEADLINE_ORDER: dict[str, tuple[str, ...]] = {
+    "through-max": (
+        "sync 1 (now 12:00:30.500) reads main (start, end) and saves a bookmark through 12:00:30",
+        "r24 (12:00:24.412) in main commits at 12:00:32",
+        "completion sync 2 (now 12:00:43) reads main [12:00:30, end)",
+        ": r24 is never read",
+    ),
+    "strict-shared": (
+        "r10c (12:00:10) in main commits at 12:00:10.200",
+        "reads main (start, end), up to r10b (12:00:10)",
+        "reads main (12:00:10, end)",
+        ": r10c is never read",
+    ),
+    "seconds-gap": (
+        "r29 (12:00:29.450) in main commits at 12:00:31",
+        "reads main (start, 12:00:29] and saves a bookmark before 12:00:30",
+        "reads main [12:00:30, 12:00:40]",
+    ),
+    "global-cursor": (
+        "e02 (12:00:02.500) in eu commits at 12:00:03, 0.5 s after its cursor value, before eu "
+        "is listed",
+        "partition eu appears at 12:00:28",
+        "reads eu [12:00:05, end) (from the other partitions' bookmark: main before 12:00:05) "
+        "and saves a bookmark before 12:00:05",
+        ": e02 is never read",
+    ),
+    "lag-from-read": (
+        "sync 1 (now 12:00:20) reads main (start, end)",
+        "r15 (12:00:15.700) in main commits at 12:00:21",
+        "sync 1 saves a bookmark before 12:00:17",
+        "completion sync 2 (now 12:00:39) reads main [12:00:17, end)",
+    ),
+}
+
 #: broken variant -> the plausible wrong answer of fencepost.harness.late_power it makes.
 WRONG: dict[str, str] = {
     "through-max": "through-greatest",
@@ -101,6 +137,10 @@ def test_every_broken_tool_is_caught_with_the_right_property_and_lost_rows(name:
         stories = finding.stories()
         assert [s.cause for s in stories] == [cause] * len(lost)
         assert all(s.headline.endswith("never read") or "never read" in s.headline for s in stories)
+        if name in HEADLINE_ORDER:
+            headline = stories[0].headline
+            places = [headline.find(part) for part in HEADLINE_ORDER[name]]
+            assert -1 not in places and places == sorted(places), headline
     if name in WRONG:
         kind = story
         power = correct_run(horizon).power.caught[kind]
