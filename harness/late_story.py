@@ -361,7 +361,17 @@ def _cause(
     sent = [c for c in result.commits if row.id in c.records]
     if row.id in shown and sent and not any(c.applied for c in sent):
         return "read-not-written"
-    if "passed-early" in kinds:
+    # Committed behind a read only if the read that passed it early is the sync whose
+    # bookmark then covered it: a query that ran before the row existed, followed by a later
+    # sync that set its resume point past the row without reading there, is the later
+    # sync's doing (a range that never held the row), not the commit's.
+    early = {c.sync.number for c, kind, _ in relations if kind == "passed-early"}
+    covering = [
+        s.number
+        for s in result.syncs
+        if any(o.row is not None and o.row.id == row.id for o in s.overclaims)
+    ]
+    if early and (not covering or covering[0] in early):
         return "committed-behind-read"
     if row.id in shown:
         return "read-not-written"

@@ -30,6 +30,7 @@ EXPECTED: dict[str, tuple[str, str, list[str]]] = {
     "short-lag": ("committed-behind-read", "late-behind-greatest", ["r24"]),
     "lag-from-read": ("committed-behind-read", "behind-a-page", ["r15"]),
     "append-exactly-once": ("", "late-behind-greatest", []),
+    "recent-without-state": ("never-in-range", "late-behind-greatest", ["r05"]),
     "horizon-last-page": ("committed-behind-read", "behind-a-page", ["r15"]),
 }
 
@@ -145,3 +146,16 @@ def test_every_broken_tool_is_caught_with_the_right_property_and_lost_rows(name:
         kind = story
         power = correct_run(horizon).power.caught[kind]
         assert power.get(WRONG[name], 0) > 0, (kind, WRONG[name], power)
+
+
+def test_the_exhaustive_search_loses_read_state_responses() -> None:
+    """A tool that starts from ``now - D`` when its state cannot be read is caught by a story
+    with one inserted step, the lost ``read_state`` (random worlds are not needed)."""
+    variant, _ = BROKEN["recent-without-state"]
+    report = late_conform(
+        InProcessTool(variant), dataclasses.replace(DEFAULT, schedules=0, fail_fast=True)
+    )
+    assert not report.ok
+    finding = report.findings[0]
+    assert "exhaustive" in finding.phase
+    assert any("read_state: response lost" in step.says for step in finding.result.steps)
