@@ -44,9 +44,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet
+from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet, greet_keeping
 from fencepost.harness.late_power import PowerTable, caught
-from fencepost.harness.late_runner import LateResult, LateRun, run_late
+from fencepost.harness.late_runner import WORKER, LateResult, LateRun, run_late
 from fencepost.harness.late_stories import (
     DEFAULT_OPTIONS,
     STORIES,
@@ -597,8 +597,9 @@ def run_sync_probes(
 ) -> tuple[Violation | None, tuple[TranscriptLine, ...], int]:
     """A line that is not JSON, then a ``sync`` request whose ``now`` is a string: each must
     be answered with an ``error`` (the second carrying the request's id), and the tool keep
-    running."""
-    session = LineSession(factory, timeout, "probe", require=SYNC_LEVEL)
+    running. The session is the tool's worker's (a kept process, reset afterwards, serves
+    the runs that follow)."""
+    session = LineSession(factory, timeout, WORKER, require=SYNC_LEVEL)
     violation = None
     clean = False
     try:
@@ -639,12 +640,19 @@ def late_conform(
     """Test the sync tool ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
     counted = _Counted(factory)
-    hello, broken = greet(counted, options.timeout)
+
+    def reusable(hello: HelloOk) -> bool:
+        return "reset" in hello.capabilities and options.reuse and SYNC_LEVEL in hello.levels
+
+    hello, broken, greeted = greet_keeping(counted, options.timeout, reusable)
     declared = hello.levels if hello is not None else ()
     pool: SutPool | None = None
     used: SutFactory = counted
-    if hello is not None and "reset" in hello.capabilities and options.reuse:
+    if hello is not None and reusable(hello):
         pool = SutPool(counted, options.timeout)
+        pool.hello = hello
+        if greeted is not None:
+            pool.keep(greeted, WORKER)  # the greeting's process serves the first run
         used = pool
     search = _Search(used, options, progress)
     handshake: list[tuple[Violation, tuple[TranscriptLine, ...]]] = []

@@ -79,6 +79,10 @@ class SutPool:
         self.started += 1
         return self.factory.start(worker)
 
+    def keep(self, channel: Channel, worker: str) -> None:
+        """Keep a freshly greeted process (nothing sent since ``hello_ok``) for ``worker``."""
+        self._idle.setdefault(worker, []).append(channel)
+
     def acquire(self, worker: str) -> Channel | None:
         """An idle, greeted process kept for ``worker``, or None."""
         idle = self._idle.get(worker)

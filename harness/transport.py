@@ -240,7 +240,7 @@ class SubprocessChannel:
                 raise self._exited(f"an answer was due{tail}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if self._startup is not None and budget > timeout:
+                if self._startup is not None:
                     raise startup_hang(budget, self._worker)
                 raise SutFailure(
                     Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
@@ -575,7 +575,7 @@ class ThreadChannel:
         try:
             item = self._outbound.get(timeout=budget)
         except queue.Empty:
-            if self._startup is not None and budget > timeout:
+            if self._startup is not None:
                 raise startup_hang(budget, self._worker) from None
             raise SutFailure(
                 Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
