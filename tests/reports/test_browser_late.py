@@ -93,6 +93,8 @@ def test_the_lost_row_timeline_renders_in_a_browser(
     mark = figure.locator("g.span.on-writer", has_text="e02 commits").locator("rect")
     assert mark.count() == 1
     assert top <= float(mark.get_attribute("y") or "nan") < bottom
+    legend = page.locator("ul.legend").first.inner_text()
+    assert "a sync: one run of the tool" in legend and "publication" not in legend
     breach = figure.get_attribute("data-breach")
     assert breach is not None
     assert figure.locator(f"g.col.breach-col[data-step='{breach}']").count() == 1
