@@ -641,7 +641,7 @@ class LateRun:
         """
         pool = self.factory if isinstance(self.factory, SutPool) else None
         hello = pool.hello if pool is not None else None
-        if pool is None or hello is None or "reset" not in hello.capabilities:
+        if pool is None or hello is None or "reset" not in hello.capabilities or not pool.recycle:
             channel.close(0.0)  # killed at once
             return False
         try:

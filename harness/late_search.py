@@ -651,6 +651,7 @@ def late_conform(
     if hello is not None and reusable(hello):
         pool = SutPool(counted, options.timeout)
         pool.hello = hello
+        pool.recycle = options.recycle
         if greeted is not None:
             pool.keep(greeted, WORKER)  # the greeting's process serves the first run
         used = pool

@@ -63,6 +63,8 @@ class LateOptions:
     shrink_seconds: float = 60.0
     fail_fast: bool = False
     reuse: bool = True
+    #: With ``reuse``: a simulated crash drains and resets the process instead of killing it.
+    recycle: bool = True
 
     @property
     def wire_delay(self) -> int:

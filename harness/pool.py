@@ -69,6 +69,9 @@ class SutPool:
         self.problems: list[PoolProblem] = []
         #: The SUT's hello_ok, from the first process greeted (kept processes skip hello).
         self.hello: HelloOk | None = None
+        #: A crash the harness simulates may drain and reset the process instead of killing
+        #: it (``late_runner.LateRun._recycle``); False kills it (the baseline of a benchmark).
+        self.recycle = True
 
     @property
     def description(self) -> str:
