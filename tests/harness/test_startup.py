@@ -14,7 +14,8 @@ import threading
 from click.testing import CliRunner
 
 from fencepost.cli import main
-from fencepost.harness.conformance import greet
+from fencepost.harness.conformance import Failure, greet
+from fencepost.harness.protocol import HelloOk
 from fencepost.harness.rules import Rule
 from fencepost.harness.transport import Channel, ThreadChannel
 from fencepost.inputs.jsonlines import LineIO
@@ -52,7 +53,7 @@ class SlowStart:
 
 def test_a_slow_start_gets_the_start_up_budget() -> None:
     factory = SlowStart(startup=600.0)
-    outcome: list[object] = []
+    outcome: list[tuple[HelloOk | None, Failure | None]] = []
     greeting = threading.Thread(target=lambda: outcome.append(greet(factory, TIMEOUT)))
     greeting.start()
     assert factory.waiting.wait(30)
@@ -62,7 +63,7 @@ def test_a_slow_start_gets_the_start_up_budget() -> None:
     assert greeting.is_alive(), "the harness gave up on hello within the per-message timeout"
     factory.released.set()
     greeting.join(30)
-    hello, failure = outcome[0]  # type: ignore[misc]
+    hello, failure = outcome[0]
     assert failure is None and hello is not None
     assert "publisher" in hello.levels
 
