@@ -165,9 +165,9 @@ API_BOUNDS: Final[Mapping[str, tuple[Literal["lower", "upper"], bool]]] = {
     "cursor[lt]": ("upper", False),
 }
 
-#: ``start_datetime`` when not configured: the epoch of fencepost's worlds
-#: (docs/conformance-protocol.md's examples). Rows before it are never requested.
-DEFAULT_START: Final = "2024-01-01T00:00:00Z"
+#: ``start_datetime`` when not configured is the source's declared ``earliest`` (no row is
+#: older; docs/conformance-protocol.md "The source"), as a connector author sets it just
+#: before the oldest data: 2024-01-01T12:00:00Z in fencepost's timestamp worlds.
 #: ``step`` when only ``cursor_granularity`` is given (airbyte requires the two
 #: together): several slices over a world whose rows are seconds apart, as the
 #: docs' ``P1D`` does over a connector's days.
@@ -256,7 +256,8 @@ class AirbyteConfig:
     lookback_window: datetime.timedelta | None
     datetime_format: str | None
     cursor_datetime_formats: tuple[str, ...]
-    start: datetime.datetime
+    #: ``start_datetime`` as configured; None: the source's ``earliest`` (:meth:`start_for`).
+    start: datetime.datetime | None
     end: datetime.datetime | None
     lower_param: str
     upper_param: str
@@ -271,6 +272,10 @@ class AirbyteConfig:
     @property
     def lower_inclusive(self) -> bool:
         return API_BOUNDS[self.lower_param][1]
+
+    def start_for(self, source: Source) -> datetime.datetime:
+        """``start_datetime``: as configured, else the source's ``earliest``."""
+        return self.start if self.start is not None else _EPOCH + source.earliest * _MS
 
 
 def parse_config(config: Mapping[str, object]) -> AirbyteConfig:
@@ -309,8 +314,7 @@ def parse_config(config: Mapping[str, object]) -> AirbyteConfig:
         raise ConfigError(
             f'cursor_datetime_formats: a list of formats is required, e.g. ["{RECORD_FORMAT}"]'
         )
-    start = _instant(config, "start_datetime") or _instant({"d": DEFAULT_START}, "d")
-    assert start is not None
+    start = _instant(config, "start_datetime")
     flags = {}
     for key in ("global_substream_cursor", "is_compare_strictly"):
         value = config.get(key, False)
@@ -693,7 +697,7 @@ def manifest(config: AirbyteConfig, source: Source, url: str) -> dict[str, Any]:
         "cursor_datetime_formats": list(config.cursor_datetime_formats),
         "start_datetime": {
             "type": "MinMaxDatetime",
-            "datetime": _instant_text(config.start),
+            "datetime": _instant_text(config.start_for(source)),
             "datetime_format": _ISO_INPUT,
         },
         "start_time_option": {
@@ -880,9 +884,10 @@ def resume_lower(
         at = converter.parse_timestamp(
             converter.output_format(at - datetime.timedelta(seconds=runtime_lookback_s))
         )
-    at = max(at, config.start)
+    start = config.start_for(source)
+    at = max(at, start)
     if config.lookback_window:
-        at = max(at - config.lookback_window, config.start)
+        at = max(at - config.lookback_window, start)
     return parse_api_bound(str(converter.output_format(at)), config.lower_param, source.granularity)
 
 
@@ -981,12 +986,13 @@ class AirbyteTool:
         step = self.config.step
         if step is None:
             return
-        span = from_ms(request.now) - self.config.start
-        length = step.totimedelta(start=self.config.start) if isinstance(step, Duration) else step
+        start = self.config.start_for(request.source)
+        span = from_ms(request.now) - start
+        length = step.totimedelta(start=start) if isinstance(step, Duration) else step
         if length > datetime.timedelta(0) and span / length > MAX_SLICES:
             raise RuntimeError(
                 f"step {self.config.raw.get('step', DEFAULT_STEP)} from start_datetime "
-                f"{self.config.start.isoformat()} cuts more than {MAX_SLICES} slices before now; "
+                f"{start.isoformat()} cuts more than {MAX_SLICES} slices before now; "
                 f"set start_datetime just before the source's oldest row, or a longer step"
             )
 
@@ -1053,29 +1059,45 @@ def _state_json(state: AirbyteStateMessage) -> dict[str, Any]:
     return out
 
 
+#: The ``earliest`` of the source the configuration check builds the stream for (any instant
+#: would do; this is the one fencepost's timestamp worlds declare).
+PROBE_EARLIEST: Final = 1_704_110_400_000
+
+
 def check_with_cdk(config: AirbyteConfig) -> None:
     """Let airbyte-cdk build the stream once, unpartitioned and partitioned, off-line.
 
     Its own checks (a format it cannot use, a duration it refuses) become a
     :class:`ConfigError` before the harness starts, not a failed sync.
     """
+    probe_start = config.start or _EPOCH + PROBE_EARLIEST * _MS
     if config.datetime_format is not None:
         converter = _dsc.CustomFormatConcurrentStreamStateConverter(config.datetime_format)
         try:
-            back = converter.parse_timestamp(converter.output_format(config.start))
+            back = converter.parse_timestamp(converter.output_format(probe_start))
         except ValueError as exc:
             raise ConfigError(
                 f"datetime_format: {config.datetime_format!r} cannot be read back by airbyte-cdk "
                 f"({exc}); use e.g. %s (epoch seconds) or %Y-%m-%dT%H:%M:%SZ"
             ) from None
-        if abs(back - config.start) >= datetime.timedelta(days=1):
+        if abs(back - probe_start) >= datetime.timedelta(days=1):
             raise ConfigError(
                 f"datetime_format: {config.datetime_format!r} writes start_datetime as "
-                f"{converter.output_format(config.start)!r}, which reads back as {back}; "
+                f"{converter.output_format(probe_start)!r}, which reads back as {back}; "
                 f"use a format with the date and time, e.g. %s or %Y-%m-%dT%H:%M:%SZ"
             )
     for partitioned in (False, True):
-        probe = Source("orders", "updated_at", "timestamp", 1000, 10_000, partitioned, False)
+        probe = Source(
+            "orders",
+            "updated_at",
+            "timestamp",
+            1000,
+            10_000,
+            partitioned,
+            False,
+            "live",
+            PROBE_EARLIEST,
+        )
         try:
             with quiet_cdk():
                 cdk = build_source(

@@ -59,6 +59,7 @@ CursorType = Literal["timestamp", "integer"]
 Mode = Literal["append", "merge"]
 Delivery = Literal["at-least-once", "exactly-once"]
 Outcome = Literal["completed", "failed"]
+Reads = Literal["live", "snapshot"]
 
 #: Passed as ``state`` to :meth:`SourceClient.commit` to leave the stored state alone.
 KEEP_STATE: object = object()
@@ -70,7 +71,11 @@ class Source:
 
     ``granularity`` is the step of the values a query bound can name, and
     ``max_commit_delay`` the declared late-commit bound ``D``, both in the
-    cursor's units (milliseconds for a ``timestamp`` cursor).
+    cursor's units (milliseconds for a ``timestamp`` cursor). ``reads`` says
+    how the pages of one query are served: ``live`` (each page read when it is
+    asked for, a paginated API) or ``snapshot`` (every page from the snapshot
+    taken at its first page, one SQL statement). ``earliest`` is a promise: no
+    row has a cursor value below it (a tool's start value).
     """
 
     stream: str
@@ -80,6 +85,8 @@ class Source:
     max_commit_delay: int
     partitioned: bool
     horizon: bool
+    reads: Reads = "live"
+    earliest: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,9 +229,12 @@ def parse_source(data: object, where: str) -> Source:
             "max_commit_delay",
             "partitioned",
             "horizon",
+            "reads",
+            "earliest",
         ),
     )
     cursor_type = choice(data["cursor_type"], f"{where}.cursor_type", ("timestamp", "integer"))
+    reads = choice(data["reads"], f"{where}.reads", ("live", "snapshot"))
     return Source(
         stream=text(data["stream"], f"{where}.stream"),
         cursor=text(data["cursor"], f"{where}.cursor"),
@@ -233,6 +243,8 @@ def parse_source(data: object, where: str) -> Source:
         max_commit_delay=integer(data["max_commit_delay"], f"{where}.max_commit_delay", minimum=0),
         partitioned=_boolean(data["partitioned"], f"{where}.partitioned"),
         horizon=_boolean(data["horizon"], f"{where}.horizon"),
+        reads="snapshot" if reads == "snapshot" else "live",
+        earliest=integer(data["earliest"], f"{where}.earliest"),
     )
 
 

@@ -190,6 +190,17 @@ def greet(factory: SutFactory, timeout: float) -> tuple[HelloOk | None, Failure 
     A SUT that does not answer hello with ``hello_ok`` for protocol 1, or does
     not exit with status 0 on shutdown, fails here with its transcript.
     """
+    hello, failure, _ = greet_keeping(factory, timeout, lambda _: False)
+    return hello, failure
+
+
+def greet_keeping(
+    factory: SutFactory, timeout: float, keep: Callable[[HelloOk], bool]
+) -> tuple[HelloOk | None, Failure | None, Channel | None]:
+    """:func:`greet`, but a process whose ``hello_ok`` satisfies ``keep`` is returned open
+    (greeted, nothing else sent) instead of shut down: a caller that reuses processes
+    saves one start-up, which is seconds for a tool slow to import. Its shutdown is then
+    checked where the caller shuts it down (a pool's ``close``)."""
     lines: list[TranscriptLine] = []
     channel: Channel | None = None
 
@@ -216,13 +227,17 @@ def greet(factory: SutFactory, timeout: float) -> tuple[HelloOk | None, Failure 
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:
-            return None, failed(Rule.HANDSHAKE, f"hello was answered with {exc}")
+            return None, failed(Rule.HANDSHAKE, f"hello was answered with {exc}"), None
         if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
-            return None, failed(
+            refused = failed(
                 Rule.HANDSHAKE,
                 f"hello (protocol {PROTOCOL_VERSION}) must be answered with hello_ok for "
                 f"protocol {PROTOCOL_VERSION}; got {line[:200]!r}",
             )
+            return None, refused, None
+        if keep(msg):
+            kept, channel = channel, None
+            return msg, None, kept
         bye = encode(shutdown_message())
         lines.append(TranscriptLine(0, "probe", "->", bye))
         channel.send(bye, timeout)
@@ -233,10 +248,10 @@ def greet(factory: SutFactory, timeout: float) -> tuple[HelloOk | None, Failure 
                 if status is None
                 else f"exited with status {status} after shutdown"
             )
-            return msg, failed(Rule.SHUTDOWN, how)
-        return msg, None
+            return msg, failed(Rule.SHUTDOWN, how), None
+        return msg, None, None
     except SutFailure as failure:
-        return None, failed(failure.rule, failure.message)
+        return None, failed(failure.rule, failure.message), None
     finally:
         if channel is not None:
             channel.close(0.3)

@@ -142,7 +142,7 @@ def _strict_shared(result: LateResult, setup: LateSetup) -> bool:
                 r.partition == q.partition
                 and r.at == last_at
                 and r.id > last_id
-                and setup.visible_from(r) <= q.time
+                and setup.visible_from(r) <= q.shows
             ):
                 return True
     return False

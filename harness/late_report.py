@@ -81,6 +81,7 @@ def world_words(options: LateOptions) -> str:
     grain = "1 s, stored in ms" if timestamp else "1"
     delay = f"{options.max_commit_delay}{' s' if timestamp else ''}"
     horizon = "a certified horizon" if options.horizon else "no horizon"
+    horizon += f", {options.reads} reads, partitions {options.partitions}"
     return (
         f"{LATE_COMMITS}: {options.cursor} cursor (query granularity {grain}), "
         f"D = {delay}, {horizon}"
@@ -325,6 +326,9 @@ def late_report_json(report: LateReport, command: str) -> dict[str, object]:
             "cursor": options.cursor,
             "max_commit_delay": options.max_commit_delay,
             "horizon": options.horizon,
+            "reads": options.reads,
+            "partitions": options.partitions,
+            "stories": None if options.stories is None else list(options.stories),
             "seed": options.seed,
             "schedules": options.schedules,
             "depth": options.depth,
@@ -395,6 +399,8 @@ def write_late_junit(path: Path, report: LateReport, command: str) -> None:
         ("cursor", options.cursor),
         ("max_commit_delay", str(options.max_commit_delay)),
         ("horizon", str(options.horizon).lower()),
+        ("reads", options.reads),
+        ("partitions", options.partitions),
         ("delivery", report.delivery),
         ("runs", str(t.runs)),
         ("syncs", str(t.syncs)),

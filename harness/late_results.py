@@ -28,7 +28,11 @@ ROW_RULES: tuple[Rule, ...] = tuple(Rule(p.value) for p in ROW_PRIORITY)
 
 @dataclass(frozen=True, slots=True)
 class QueryRecord:
-    """One page the source served: which sync asked, when, which range, what it held."""
+    """One page the source served: which sync asked, when, which range, what it held.
+
+    ``shows`` is the clock whose visibility the page showed: ``time`` for live reads and
+    first pages, the query's first page for later pages of a snapshot source.
+    """
 
     sync: int
     step: int
@@ -41,6 +45,7 @@ class QueryRecord:
     rows: tuple[tuple[str, int], ...]
     more: bool
     horizon: int | None
+    shows: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ from fencepost.harness.late_world import (
     clock_text,
     span_text,
 )
+from fencepost.harness.pool import SutPool
 from fencepost.harness.protocol import (
     SYNC_LEVEL,
     SYNC_OPS,
@@ -82,7 +83,7 @@ from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.serving import MAX_CALLS_PER_REQUEST
 from fencepost.harness.session import BLANK_LINE, LineSession
-from fencepost.harness.transport import SutFactory
+from fencepost.harness.transport import Channel, SutFactory
 from fencepost.inputs.jsonlines import JSONObject, MessageError, encode
 from fencepost.judge.rows import (
     Claim,
@@ -93,6 +94,10 @@ from fencepost.judge.rows import (
     dishonest_claims,
     replay_commits,
 )
+
+#: The most calls a crashed process may make while it is drained for reuse
+#: (:meth:`LateRun._recycle`).
+RECYCLE_CALLS = 100
 
 
 def _row_words(setup: LateSetup, row: RowSpec) -> str:
@@ -474,13 +479,17 @@ class LateRun:
         elif isinstance(payload, Query):
             position = None
             number = 0
+            issued = None
             if payload.after is not None:
                 issued = world.tokens[payload.after]
                 position, number = issued.position, issued.query
             else:
                 world.queries += 1
                 number = world.queries
-            page = world.page(payload.partition, payload.lower, payload.upper, position, number)
+            shows = world.shows(issued)
+            page = world.page(
+                payload.partition, payload.lower, payload.upper, position, number, shows
+            )
             current.read.update(r.id for r in page.rows)
             self._queries.append(
                 QueryRecord(
@@ -495,6 +504,7 @@ class LateRun:
                     tuple((r.id, r.at) for r in page.rows),
                     page.next is not None,
                     page.horizon,
+                    shows,
                 )
             )
             horizon = None if page.horizon is None else {"at": page.horizon, "kind": "before"}
@@ -508,6 +518,8 @@ class LateRun:
             )
             rows = ", ".join(_row_words(setup, r) for r in page.rows) or "no rows"
             where = "first page" if position is None else "next page"
+            if shows != world.clock:
+                where += f" (its snapshot of {clock_text(setup, shows)})"
             said = (
                 f"query {payload.partition} {bound_text(setup, payload.lower, payload.upper)} "
                 f"{where} at {clock_text(setup, world.clock)}: {rows}"
@@ -596,7 +608,7 @@ class LateRun:
                     "crash",
                 )
             )
-        session.channel.close(0.0)  # killed at once, never returned to a pool
+        recycled = self._recycle(session.channel, pending)
         session.channel = None
         current.crashed = True
         current.end_time = self.world.clock
@@ -604,8 +616,53 @@ class LateRun:
         self.pending = None
         self.crashes += 1
         self.incarnation += 1
+        if recycled:
+            self._note(
+                "the dead process's place is taken by a kept process (the crashed one, drained "
+                "with every answer lost and nothing applied, then reset)"
+            )
         self._open()
         return f"the tool crashes {doing}; restarted as {self.wire_name}"
+
+    def _recycle(self, channel: Channel, pending: Call | None) -> bool:
+        """End a crashed process's part in the run; keep the process for reuse if it can reset.
+
+        A crash means: nothing the process does from now on reaches the source or the
+        destination, and nothing it holds in memory survives. Killing it does both; so
+        does this, cheaper for a tool that is slow to start (seconds of imports per
+        process): with a pool and a SUT that declared ``reset``, the process's pending
+        call and every later call of the dead sync are answered ``timeout`` (not
+        applied, nothing shown), its ``sync_ok`` is ignored, and ``reset`` (the
+        protocol's "act as a fresh process") makes it the next incarnation. Anything
+        unexpected (a hang, a malformed line, more than :data:`RECYCLE_CALLS` calls, a
+        failed reset) kills it instead, as without a pool: the verdict never depends on
+        which way the process ended. Findings made on reused processes are replayed on
+        fresh ones before they are reported (``late_search._confirm_fresh``).
+        """
+        pool = self.factory if isinstance(self.factory, SutPool) else None
+        hello = pool.hello if pool is not None else None
+        if pool is None or hello is None or "reset" not in hello.capabilities or not pool.recycle:
+            channel.close(0.0)  # killed at once
+            return False
+        try:
+            if pending is not None:
+                channel.send(encode(reply_timeout(pending.call_id)), self.timeout)
+            for _ in range(RECYCLE_CALLS):
+                msg = parse_sut_message(channel.receive(self.timeout))
+                if isinstance(msg, Call):
+                    channel.send(encode(reply_timeout(msg.call_id)), self.timeout)
+                    continue
+                if isinstance(msg, SyncOk | ErrorReply):
+                    break
+                raise MessageError("line", "neither a call nor the end of the sync")
+            else:
+                raise MessageError("line", "too many calls")
+            if channel.unsolicited() is not None:
+                raise MessageError("line", "output after the sync ended")
+        except (SutFailure, MessageError, OSError):
+            channel.close(0.0)
+            return False
+        return pool.release(channel) is None
 
     # --- the end of a run ---------------------------------------------------------------
 

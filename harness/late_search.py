@@ -44,10 +44,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet
+from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet, greet_keeping
 from fencepost.harness.late_power import PowerTable, caught
-from fencepost.harness.late_runner import LateResult, LateRun, run_late
-from fencepost.harness.late_stories import DEFAULT_OPTIONS, STORIES, LateOptions, random_setup
+from fencepost.harness.late_runner import WORKER, LateResult, LateRun, run_late
+from fencepost.harness.late_stories import (
+    DEFAULT_OPTIONS,
+    STORIES,
+    LateOptions,
+    random_setup,
+    selected_stories,
+)
 from fencepost.harness.late_story import LostStory, explain, failure_key
 from fencepost.harness.late_world import (
     Answer,
@@ -156,8 +162,9 @@ def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction
     partition appears next, and before a sync starts. Moving it anywhere else gives the
     tool the same answers as moving it right before the next such call, which
     is a point of its own. Every commit may lose its response (applied or not)
-    or see the tool crash; the first page of each sync may lose its response
-    (later pages' lost responses are left to the random worlds).
+    or see the tool crash; the first page of each sync, and every
+    ``read_state`` and ``list_partitions``, may lose its response (later pages'
+    lost responses are left to the random worlds).
     """
     op = run.pending_op
     world = run.world
@@ -181,6 +188,9 @@ def insertions_at(run: LateRun, following: LateAction | None) -> list[LateAction
     elif op == "list_partitions":
         if upcoming is not None and any(p.appears == upcoming for p in world.setup.partitions):
             out.append(Tick())
+        out.append(Answer("lost"))
+    elif op == "read_state":
+        out.append(Answer("lost"))
     elif op == "commit":
         out += [Answer("lost"), Answer("applied_lost"), Crash()]
     elif op is None and upcoming is not None and isinstance(following, Sync):
@@ -222,7 +232,13 @@ def story_schedule(
     factory: SutFactory, case: LateCase, options: LateOptions
 ) -> tuple[LateSetup, tuple[LateAction, ...]]:
     """The world and schedule of story case ``case`` (each insertion needs the run before it)."""
-    setup, base = STORIES[case.story].build(options)
+    story = STORIES[case.story]
+    if not story.fits(options):
+        raise SeedError(
+            f"the seed names story {story.name}, which needs several partitions; it does not "
+            "run under --partitions one (a seed replays with the world options it was found with)"
+        )
+    setup, base = story.build(options)
     schedule = list(base)
     for index, choice in case.insertions:
         _, points = observe(factory, setup, schedule, timeout=options.timeout)
@@ -581,8 +597,9 @@ def run_sync_probes(
 ) -> tuple[Violation | None, tuple[TranscriptLine, ...], int]:
     """A line that is not JSON, then a ``sync`` request whose ``now`` is a string: each must
     be answered with an ``error`` (the second carrying the request's id), and the tool keep
-    running."""
-    session = LineSession(factory, timeout, "probe", require=SYNC_LEVEL)
+    running. The session is the tool's worker's (a kept process, reset afterwards, serves
+    the runs that follow)."""
+    session = LineSession(factory, timeout, WORKER, require=SYNC_LEVEL)
     violation = None
     clean = False
     try:
@@ -602,6 +619,8 @@ def run_sync_probes(
                 "max_commit_delay": 10000,
                 "partitioned": False,
                 "horizon": False,
+                "reads": "live",
+                "earliest": 1_704_110_400_000,
             },
         }
         session.send(encode(bad))
@@ -621,12 +640,20 @@ def late_conform(
     """Test the sync tool ``factory`` starts, every phase (see the module docstring)."""
     started = time.monotonic()
     counted = _Counted(factory)
-    hello, broken = greet(counted, options.timeout)
+
+    def reusable(hello: HelloOk) -> bool:
+        return "reset" in hello.capabilities and options.reuse and SYNC_LEVEL in hello.levels
+
+    hello, broken, greeted = greet_keeping(counted, options.timeout, reusable)
     declared = hello.levels if hello is not None else ()
     pool: SutPool | None = None
     used: SutFactory = counted
-    if hello is not None and "reset" in hello.capabilities and options.reuse:
+    if hello is not None and reusable(hello):
         pool = SutPool(counted, options.timeout)
+        pool.hello = hello
+        pool.recycle = options.recycle
+        if greeted is not None:
+            pool.keep(greeted, WORKER)  # the greeting's process serves the first run
         used = pool
     search = _Search(used, options, progress)
     handshake: list[tuple[Violation, tuple[TranscriptLine, ...]]] = []
@@ -642,7 +669,7 @@ def late_conform(
         probe = search.probes()
         if probe is not None:
             handshake.append(probe)
-        for index in range(len(STORIES)):
+        for index in selected_stories(options):
             if search.stop or options.depth < 0:
                 break
             search.story(index)

@@ -32,7 +32,13 @@ from fencepost.harness.late_world import (
     TickTo,
     Upto,
 )
-from fencepost.harness.worlds import CURSORS, DEFAULT_MAX_COMMIT_DELAY, WIRE_UNITS
+from fencepost.harness.worlds import (
+    CURSORS,
+    DEFAULT_MAX_COMMIT_DELAY,
+    DEFAULT_PARTITIONS,
+    DEFAULT_READS,
+    WIRE_UNITS,
+)
 
 
 @dataclass(frozen=True)
@@ -43,14 +49,22 @@ class LateOptions:
     #: The bound D in the cursor's units (seconds for timestamps).
     max_commit_delay: int = DEFAULT_MAX_COMMIT_DELAY
     horizon: bool = False
+    #: ``live`` (each page read when asked) or ``snapshot`` (a query's pages from one snapshot).
+    reads: str = DEFAULT_READS
+    #: ``appearing``, ``fixed`` or ``one`` (``fencepost.harness.worlds.PARTITIONINGS``).
+    partitions: str = DEFAULT_PARTITIONS
     seed: int = 0
     schedules: int = 10
     timeout: float = 10.0
+    #: The stories to run exhaustively, by name (None: every story that fits the world).
+    stories: tuple[str, ...] | None = None
     depth: int = 1
     shrink_runs: int = 120
     shrink_seconds: float = 60.0
     fail_fast: bool = False
     reuse: bool = True
+    #: With ``reuse``: a simulated crash drains and resets the process instead of killing it.
+    recycle: bool = True
 
     @property
     def wire_delay(self) -> int:
@@ -70,6 +84,10 @@ class LateOptions:
             out.append(f"--max-commit-delay {self.max_commit_delay}")
         if self.horizon:
             out.append("--horizon")
+        if self.reads != DEFAULT_READS:
+            out.append(f"--reads {self.reads}")
+        if self.partitions != DEFAULT_PARTITIONS:
+            out.append(f"--partitions {self.partitions}")
         return " ".join(out)
 
 
@@ -91,6 +109,15 @@ class Story:
     page_size: int = 2
     partitions: tuple[tuple[str, float], ...] = ((MAIN, 0.0),)
 
+    @property
+    def partitioned(self) -> bool:
+        return self.partitions != ((MAIN, 0.0),)
+
+    def fits(self, options: LateOptions) -> bool:
+        """Whether the story exists in the world ``options`` names: a story of several
+        partitions does not under ``--partitions one``."""
+        return not (self.partitioned and options.partitions == "one")
+
     def build(self, options: LateOptions) -> tuple[LateSetup, tuple[LateAction, ...]]:
         """The story's world and schedule under ``options`` (a float in the schedule is a
         :class:`TickTo` of that story time)."""
@@ -101,20 +128,25 @@ class Story:
         def at(x: float) -> int:
             return origin + round(x * unit)
 
+        if not self.fits(options):
+            raise ValueError(f"story {self.name} needs several partitions")
         rows = []
         for row_id, partition, value, commit in self.rows:
             a = at(value)
             rows.append(RowSpec(row_id, partition, a, min(max(at(commit), a), a + d)))
-        partitioned = self.partitions != ((MAIN, 0.0),)
+        fixed = options.partitions == "fixed"
         setup = LateSetup(
             cursor_type=options.cursor,
             max_commit_delay=d,
             horizon=options.horizon,
-            partitioned=partitioned,
+            partitioned=self.partitioned,
             page_size=self.page_size,
-            partitions=tuple(PartitionSpec(n, at(t)) for n, t in self.partitions),
+            partitions=tuple(
+                PartitionSpec(n, origin if fixed else at(t)) for n, t in self.partitions
+            ),
             rows=tuple(rows),
             origin=origin,
+            reads=options.reads,
         )
         schedule = tuple(TickTo(at(s)) if isinstance(s, float) else s for s in self.schedule)
         return setup, schedule
@@ -240,11 +272,14 @@ def random_setup(rng: random.Random, options: LateOptions) -> LateSetup:
     span = max(rng.choice((3, 4, 6)) * d, 8 * g)
     count = rng.choice((1, 1, 2, 3))
     partitioned = count > 1 or rng.random() < 0.3
+    if options.partitions == "one":
+        count, partitioned = 1, False
     names = _PARTITION_NAMES[:count] if partitioned else (MAIN,)
     appears = {names[0]: origin}
     for name in names[1:]:
         later = origin + round(rng.uniform(0.3, 0.9) * span)
-        appears[name] = origin if rng.random() < 0.4 else later
+        early = rng.random() < 0.4 or options.partitions == "fixed"
+        appears[name] = origin if early else later
     rows: list[RowSpec] = []
     for n in range(rng.randint(4, 10)):
         partition = rng.choice(names)
@@ -275,7 +310,15 @@ def random_setup(rng: random.Random, options: LateOptions) -> LateSetup:
         partitions=tuple(PartitionSpec(n, appears[n]) for n in names),
         rows=tuple(rows),
         origin=origin,
+        reads=options.reads,
     )
+
+
+def selected_stories(options: LateOptions) -> tuple[int, ...]:
+    """The indices of the stories the search runs under ``options``: those named by
+    ``stories`` (every one by default) that exist in its world (:meth:`Story.fits`)."""
+    wanted = STORY_NAMES if options.stories is None else options.stories
+    return tuple(i for i, s in enumerate(STORIES) if s.name in wanted and s.fits(options))
 
 
 #: The default options: the world and budget ``fencepost conform --world late-commits`` runs.

@@ -106,7 +106,7 @@ def _relation(setup: LateSetup, chain: Chain, row: RowSpec) -> tuple[str, str]:
         passed = not page.more or (last is not None and (last[1], last[0]) >= place)
         if passed:
             when = clock_text(setup, page.time)
-            if page.time < visible:
+            if page.shows < visible:
                 return (
                     "passed-early",
                     f"its pages passed {row.id}'s place at {when}, before {row.id} was visible",
@@ -192,27 +192,121 @@ def explain(result: LateResult, row_id: str) -> LostStory:
             tuple(lines),
             _between(setup, row, relations),
         )
-    if marker is not None:
-        own = [c for c, _, _ in relations if c.sync is marker]
-        read = (
-            f" read {row.partition} {bound_text(setup, own[-1].head.lower, own[-1].head.upper)} and"
-            if own
-            else ""
-        )
-        headline += f", after {_sync_name(marker)}{read} saved a bookmark {bookmark}"
     after = [
         c
         for c, kind, _ in relations
         if kind in ("below", "above") and (marker is None or c.sync.number > marker.number)
     ]
-    if after:
-        chain = after[0]
-        headline += (
-            f"; {_sync_name(chain.sync)} reads {row.partition} "
-            f"{bound_text(setup, chain.head.lower, chain.head.upper)}"
-        )
-    headline += f": {row.id} is never read"
+    own = [c for c, _, _ in relations if marker is not None and c.sync is marker]
+    headline = _in_time_order(
+        result,
+        row,
+        marker,
+        own[-1] if own else None,
+        bookmark,
+        after[0] if after else None,
+        cause,
+    )
     return LostStory(row, cause, headline, tuple(lines), _between(setup, row, relations))
+
+
+def _in_time_order(
+    result: LateResult,
+    row: RowSpec,
+    marker: SyncRecord | None,
+    marker_read: Chain | None,
+    bookmark: str,
+    later: Chain | None,
+    cause: str,
+) -> str:
+    """The headline of a lost row: what happened to it, one clause per event, in the order of
+    the source's clock (an event of the world before a read at the same time, as the read
+    sees it): the row commits, its partition appears, the sync whose bookmark covered it
+    reads and saves that bookmark, a later sync reads a range without it."""
+    setup = result.setup
+    p = row.partition
+    events: list[tuple[int, int, str, SyncRecord | None]] = []
+    late = row.commit - row.at
+    appears = setup.appears(p)
+    commit = f"{row.id} ({clock_text(setup, row.at)}) in {p} commits at " + clock_text(
+        setup, row.commit
+    )
+    if late:
+        commit += f", {span_text(setup, late)} after its cursor value"
+    if appears > row.commit:
+        commit += f", before {p} is listed"
+        events.append((appears, 1, f"partition {p} appears at {clock_text(setup, appears)}", None))
+    events.append((row.commit, 0, commit, None))
+
+    def read(chain: Chain) -> str:
+        head = chain.head
+        words = f"{_sync_name(chain.sync)} (now {clock_text(setup, chain.sync.now)}) reads {p} "
+        words += bound_text(setup, head.lower, head.upper)
+        if cause == "new-partition-below-range" and head.lower is not None:
+            words += _from_other_partitions(result, chain)
+        return words
+
+    if marker is not None:
+        if marker_read is not None:
+            events.append((marker_read.head.time, 2, read(marker_read), marker))
+        end = marker.end_time if marker.end_time is not None else marker.now
+        events.append((end, 3, f"saves a bookmark {bookmark}", marker))
+    if later is not None:
+        if cause == "shared-value-skipped":
+            sibling = _sibling_read(result, row, later)
+            if sibling is not None:
+                chain, other = sibling
+                events.append(
+                    (
+                        chain.head.time,
+                        2,
+                        f"{read(chain)}, up to {other} ({clock_text(setup, row.at)})",
+                        chain.sync,
+                    )
+                )
+        events.append((later.head.time, 2, read(later), later.sync))  # after it (a stable sort)
+    events.sort(key=lambda e: (e[0], e[1]))
+    clauses: list[str] = []
+    previous: SyncRecord | None = None
+    for _, kind, words, sync in events:
+        if kind == 3 and sync is not None and previous is sync and clauses:
+            clauses[-1] += f" and {words}"  # the same sync read, then saved: one clause
+        elif kind == 3 and sync is not None:
+            clauses.append(f"{_sync_name(sync)} {words}")
+        else:
+            clauses.append(words)
+        previous = sync
+    return "; ".join(clauses) + f": {row.id} is never read"
+
+
+def _sibling_read(result: LateResult, row: RowSpec, later: Chain) -> tuple[Chain, str] | None:
+    """The last query before ``later`` that returned another row at ``row``'s value (and which)."""
+    found: tuple[Chain, str] | None = None
+    for chain in chains(result, row.partition):
+        if chain.head == later.head:
+            break
+        for page in chain.pages:
+            for other, at in page.rows:
+                if at == row.at and other != row.id:
+                    found = (chain, other)
+    return found
+
+
+def _from_other_partitions(result: LateResult, chain: Chain) -> str:
+    """`` (from the other partitions' bookmark: ...)`` when a new partition's first query
+    starts at the resume point a state claimed earlier for another partition, else nothing."""
+    head = chain.head
+    assert head.lower is not None
+    for sync in result.syncs:
+        if sync.number >= chain.sync.number:
+            break
+        for claim in sync.claims or ():
+            if claim.partition != head.partition and claim.at == head.lower.at:
+                return (
+                    f" (from the other partitions' bookmark: {claim.partition} "
+                    f"{_claim(result.setup, claim)})"
+                )
+    return ""
 
 
 def _unwritten_headline(
@@ -267,7 +361,17 @@ def _cause(
     sent = [c for c in result.commits if row.id in c.records]
     if row.id in shown and sent and not any(c.applied for c in sent):
         return "read-not-written"
-    if "passed-early" in kinds:
+    # Committed behind a read only if the read that passed it early is the sync whose
+    # bookmark then covered it: a query that ran before the row existed, followed by a later
+    # sync that set its resume point past the row without reading there, is the later
+    # sync's doing (a range that never held the row), not the commit's.
+    early = {c.sync.number for c, kind, _ in relations if kind == "passed-early"}
+    covering = [
+        s.number
+        for s in result.syncs
+        if any(o.row is not None and o.row.id == row.id for o in s.overclaims)
+    ]
+    if early and (not covering or covering[0] in early):
         return "committed-behind-read"
     if row.id in shown:
         return "read-not-written"

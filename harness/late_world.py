@@ -17,13 +17,17 @@ its commit time and its partition has appeared. Visibility is a function of
 the clock and nothing else, so the only thing a schedule moves is the clock
 (:class:`Tick`, :class:`TickTo`): once a row at ``v`` is visible, every row of
 its partition below ``v - D`` is visible too, and no row is visible before it
-commits. Pages are read when they are asked for, in ``(at, id)`` order, at
-most ``page_size`` rows (the world's choice, 1 to 3, so commits land between
-pages); a page's ``next`` is an opaque token bound to its query (partition
-and bounds) and the position it continues after. With ``horizon`` every page
-carries ``before h``: every row of the partition below ``h`` that will ever
-exist is visible now (``h`` is the oldest cursor value still in flight, or
-the clock).
+commits. No row's cursor value is below the setup's ``origin`` (declared as
+``earliest``). Pages come in ``(at, id)`` order, at most ``page_size`` rows
+(the world's choice, 1 to 3, so commits land between pages); a page's
+``next`` is an opaque token bound to its query (partition and bounds), the
+position it continues after and the query's snapshot time. With ``reads``
+``live`` (a paginated API) each page shows what is visible when it is asked
+for; with ``snapshot`` (one SQL statement) every page of a query shows what
+was visible at its first page. With ``horizon`` every page carries ``before
+h``: every row of the partition below ``h`` that will ever exist is visible
+at the time the page shows (``h`` is the oldest cursor value still in
+flight then, or that time).
 
 **The destination**: the commits it applied, in order (row ids and mode),
 and the tool's state (any JSON value). A commit applies its records and its
@@ -42,7 +46,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fencepost.harness.protocol import COMMIT_MODES, SYNC_OPS, QueryBound
+from fencepost.harness.protocol import (
+    COMMIT_MODES,
+    READS,
+    SYNC_OPS,
+    QueryBound,
+    source_declaration,
+)
 from fencepost.harness.world import SetupError
 from fencepost.harness.worlds import CURSORS
 from fencepost.inputs.jsonlines import JSONObject
@@ -126,8 +136,12 @@ class LateSetup:
     origin: int = TIMESTAMP_ORIGIN
     stream: str = "orders"
     cursor: str = "updated_at"
+    #: How the pages of one query are served: ``live`` or ``snapshot`` (:data:`READS`).
+    reads: str = "live"
 
     def __post_init__(self) -> None:
+        if self.reads not in READS:
+            raise SetupError(f"reads: one of {', '.join(READS)}, got {self.reads!r}")
         if self.cursor_type not in CURSORS:
             raise SetupError(
                 f"cursor_type: {self.cursor_type!r}; one of {', '.join(sorted(CURSORS))}"
@@ -153,6 +167,11 @@ class LateSetup:
         for r in self.rows:
             if r.partition not in known:
                 raise SetupError(f"row {r.id}: partition {r.partition!r} is not in partitions")
+            if r.at < self.origin:
+                raise SetupError(
+                    f"row {r.id}: cursor value {r.at} is below the origin {self.origin}, which "
+                    "the source declares as earliest (no row is older)"
+                )
             if not r.at <= r.commit <= r.at + bound:
                 raise SetupError(
                     f"row {r.id}: commits at {r.commit}, outside [at, at + D] = "
@@ -198,19 +217,22 @@ class LateSetup:
             self.origin,
             self.stream,
             self.cursor,
+            self.reads,
         )
 
     def source_json(self) -> JSONObject:
         """The source as a ``sync`` request declares it."""
-        return {
-            "stream": self.stream,
-            "cursor": self.cursor,
-            "cursor_type": self.cursor_type,
-            "granularity": self.granularity,
-            "max_commit_delay": self.max_commit_delay,
-            "partitioned": self.partitioned,
-            "horizon": self.horizon,
-        }
+        return source_declaration(
+            stream=self.stream,
+            cursor=self.cursor,
+            cursor_type=self.cursor_type,
+            granularity=self.granularity,
+            max_commit_delay=self.max_commit_delay,
+            partitioned=self.partitioned,
+            horizon=self.horizon,
+            reads=self.reads,
+            earliest=self.origin,
+        )
 
     def to_json(self) -> JSONObject:
         return {
@@ -222,6 +244,7 @@ class LateSetup:
             "origin": self.origin,
             "stream": self.stream,
             "cursor": self.cursor,
+            "reads": self.reads,
             "partitions": [{"name": p.name, "appears": p.appears} for p in self.partitions],
             "rows": [
                 {"id": r.id, "partition": r.partition, "at": r.at, "commit": r.commit}
@@ -241,6 +264,7 @@ class LateSetup:
             "origin",
             "stream",
             "cursor",
+            "reads",
             "partitions",
             "rows",
         )
@@ -282,6 +306,7 @@ class LateSetup:
             origin=_int(d["origin"], "world.origin"),
             stream=_str(d["stream"], "world.stream"),
             cursor=_str(d["cursor"], "world.cursor"),
+            reads=_str(d["reads"], "world.reads"),
         )
 
 
@@ -478,13 +503,15 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class IssuedToken:
-    """What a ``next`` token was issued for: its query, the position, and its query's number."""
+    """What a ``next`` token was issued for: its query, the position, its query's number, and
+    the clock its query's first page showed (the snapshot, for ``snapshot`` reads)."""
 
     partition: str
     lower: QueryBound | None
     upper: QueryBound | None
     position: Position
     query: int
+    snapshot: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,8 +569,9 @@ class LateWorld:
 
     # --- the source -----------------------------------------------------------------------
 
-    def visible(self, row: RowSpec) -> bool:
-        return self.clock >= self.setup.visible_from(row)
+    def visible(self, row: RowSpec, at: int | None = None) -> bool:
+        """Whether ``row`` is visible now (or at the earlier time ``at``: a snapshot)."""
+        return (self.clock if at is None else at) >= self.setup.visible_from(row)
 
     def listed(self) -> list[str]:
         """The partitions that exist now, in the order they appeared."""
@@ -551,12 +579,21 @@ class LateWorld:
         parts.sort(key=lambda p: (p.appears, p.name))
         return [p.name for p in parts]
 
-    def horizon(self, partition: str) -> int:
-        """``before h``: every row of ``partition`` below ``h`` that will ever exist is visible."""
+    def horizon(self, partition: str, at: int | None = None) -> int:
+        """``before h``: every row of ``partition`` below ``h`` that will ever exist is visible
+        now (or at the snapshot time ``at``)."""
+        when = self.clock if at is None else at
         pending = [
-            r.at for r in self.setup.rows if r.partition == partition and not self.visible(r)
+            r.at for r in self.setup.rows if r.partition == partition and not self.visible(r, when)
         ]
-        return min([self.clock, *pending])
+        return min([when, *pending])
+
+    def shows(self, issued: IssuedToken | None) -> int:
+        """The clock whose visibility a page shows: now for ``live`` reads and first pages; the
+        query's first page for later pages of a ``snapshot`` source."""
+        if issued is None or self.setup.reads == "live":
+            return self.clock
+        return issued.snapshot
 
     def page(
         self,
@@ -565,14 +602,17 @@ class LateWorld:
         upper: QueryBound | None,
         after: Position | None,
         query: int,
+        snapshot: int | None = None,
     ) -> ServedPage:
-        """One page of the visible rows of ``partition`` within the bounds, after ``after``."""
+        """One page of the rows of ``partition`` visible at ``snapshot`` (default: now) within
+        the bounds, after ``after``."""
+        when = self.clock if snapshot is None else snapshot
         rows = sorted(
             (
                 r
                 for r in self.setup.rows
                 if r.partition == partition
-                and self.visible(r)
+                and self.visible(r, when)
                 and in_bounds(r.at, lower, upper)
                 and (after is None or (r.at, r.id) > (after.at, after.id))
             ),
@@ -583,10 +623,12 @@ class LateWorld:
         if len(rows) > len(page):
             last = page[-1]
             token = self._issue(
-                IssuedToken(partition, lower, upper, Position(last.at, last.id), query)
+                IssuedToken(partition, lower, upper, Position(last.at, last.id), query, when)
             )
         self.shown.update(r.id for r in page)
-        return ServedPage(page, token, self.horizon(partition) if self.setup.horizon else None)
+        return ServedPage(
+            page, token, self.horizon(partition, when) if self.setup.horizon else None
+        )
 
     def _issue(self, issued: IssuedToken) -> str:
         number = len(self.tokens) + 1

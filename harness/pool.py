@@ -69,6 +69,9 @@ class SutPool:
         self.problems: list[PoolProblem] = []
         #: The SUT's hello_ok, from the first process greeted (kept processes skip hello).
         self.hello: HelloOk | None = None
+        #: A crash the harness simulates may drain and reset the process instead of killing
+        #: it (``late_runner.LateRun._recycle``); False kills it (the baseline of a benchmark).
+        self.recycle = True
 
     @property
     def description(self) -> str:
@@ -78,6 +81,10 @@ class SutPool:
         """A fresh process (the caller greets it)."""
         self.started += 1
         return self.factory.start(worker)
+
+    def keep(self, channel: Channel, worker: str) -> None:
+        """Keep a freshly greeted process (nothing sent since ``hello_ok``) for ``worker``."""
+        self._idle.setdefault(worker, []).append(channel)
 
     def acquire(self, worker: str) -> Channel | None:
         """An idle, greeted process kept for ``worker``, or None."""

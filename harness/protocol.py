@@ -88,6 +88,22 @@ SYNC_OUTCOMES: tuple[str, ...] = ("completed", "failed")
 DELIVERIES: tuple[str, ...] = ("at-least-once", "exactly-once")
 #: The write modes of a ``commit`` call.
 COMMIT_MODES: tuple[str, ...] = ("append", "merge")
+#: How a source serves the pages of one query (the declaration's ``reads``): ``live``, each
+#: page read when it is asked for (a paginated API); ``snapshot``, every page from the
+#: snapshot taken at its first page (one SQL statement).
+READS: tuple[str, ...] = ("live", "snapshot")
+#: The fields of a sync request's ``source`` declaration, in the order they are sent.
+SOURCE_FIELDS: tuple[str, ...] = (
+    "stream",
+    "cursor",
+    "cursor_type",
+    "granularity",
+    "max_commit_delay",
+    "partitioned",
+    "horizon",
+    "reads",
+    "earliest",
+)
 
 OUTCOMES: tuple[str, ...] = ("published", "confirmed", "unchanged", "withheld", "gave_up")
 REASONS: tuple[str, ...] = tuple(r.value for r in WithheldReason)
@@ -681,6 +697,38 @@ def checkpoint_json(checkpoint: Checkpoint | None) -> object:
 
 def membership_json(membership: Membership) -> object:
     return membership_to_json(membership)
+
+
+def source_declaration(
+    *,
+    stream: str,
+    cursor: str,
+    cursor_type: str,
+    granularity: int,
+    max_commit_delay: int,
+    partitioned: bool,
+    horizon: bool,
+    reads: str,
+    earliest: int,
+) -> JSONObject:
+    """The ``source`` a ``sync`` request declares (every field of :data:`SOURCE_FIELDS`).
+
+    ``earliest`` is a promise: no row of the source has a cursor value below it.
+    """
+    assert reads in READS
+    declared: JSONObject = {
+        "stream": stream,
+        "cursor": cursor,
+        "cursor_type": cursor_type,
+        "granularity": granularity,
+        "max_commit_delay": max_commit_delay,
+        "partitioned": partitioned,
+        "horizon": horizon,
+        "reads": reads,
+        "earliest": earliest,
+    }
+    assert tuple(declared) == SOURCE_FIELDS
+    return declared
 
 
 def sync_message(request_id: int, worker: str, now: int, source: JSONObject) -> JSONObject:

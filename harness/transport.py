@@ -49,6 +49,20 @@ _STDERR_TAIL = 4000
 
 #: Seconds a SUT process gets to exit with status 0 after ``shutdown``.
 SHUTDOWN_GRACE = 3.0
+#: Seconds a process gets from its first ``receive`` to its first line (its answer to hello)
+#: unless its factory says otherwise: start-up (an interpreter, a library's import) is paid
+#: once per process and may take seconds on a loaded machine, far more than a message needs.
+DEFAULT_STARTUP = 60.0
+
+
+def startup_hang(budget: float, worker: str) -> SutFailure:
+    """``sut_hang`` for a process that said nothing within its start-up budget."""
+    return SutFailure(
+        Rule.SUT_HANG,
+        f"no answer to its first message within the start-up budget of {budget:g}s "
+        "(--startup-timeout; the per-message --timeout applies after it)",
+        worker,
+    )
 
 
 class Channel(Protocol):
@@ -133,10 +147,17 @@ class SubprocessChannel:
     """One SUT worker process, spoken to over non-blocking pipes with deadlines."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], stderr: IO[bytes], worker: str, token: str = ""
+        self,
+        proc: subprocess.Popen[bytes],
+        stderr: IO[bytes],
+        worker: str,
+        token: str = "",
+        startup: float = DEFAULT_STARTUP,
     ) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         self._proc = proc
+        #: The budget of the first answer (None once a line has arrived).
+        self._startup: float | None = startup
         self._token = token
         self._stderr = stderr
         self._worker = worker
@@ -205,10 +226,12 @@ class SubprocessChannel:
         return True
 
     def receive(self, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
+        budget = timeout if self._startup is None else max(timeout, self._startup)
+        deadline = time.monotonic() + budget
         while True:
             line = _cut_line(self._buffer, self._worker)
             if line is not None:
+                self._startup = None
                 return line
             if self._eof:
                 tail = (
@@ -217,6 +240,8 @@ class SubprocessChannel:
                 raise self._exited(f"an answer was due{tail}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if self._startup is not None:
+                    raise startup_hang(budget, self._worker)
                 raise SutFailure(
                     Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
                 )
@@ -416,11 +441,18 @@ class SubprocessSut:
     """
 
     def __init__(
-        self, argv: Sequence[str], *, prefetch: int = 2, env: dict[str, str] | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        prefetch: int = 2,
+        env: dict[str, str] | None = None,
+        startup: float = DEFAULT_STARTUP,
     ) -> None:
         if not argv:
             raise ValueError("the SUT command is empty: give the program to run after --")
         self.argv = tuple(argv)
+        #: Seconds each process gets to answer its first message (see :data:`DEFAULT_STARTUP`).
+        self.startup = startup
         self.prefetch = prefetch
         self.env = env
         self.started: list[int] = []
@@ -441,7 +473,7 @@ class SubprocessSut:
         proc, stderr, token = self._spare.popleft() if self._spare else self._new()
         while len(self._spare) < self.prefetch:
             self._spare.append(self._new())
-        return SubprocessChannel(proc, stderr, worker, token)
+        return SubprocessChannel(proc, stderr, worker, token, self.startup)
 
     def close(self) -> None:
         while self._spare:
@@ -481,8 +513,11 @@ class ThreadChannel:
     same wire.
     """
 
-    def __init__(self, target: Callable[[LineIO], int], worker: str) -> None:
+    def __init__(
+        self, target: Callable[[LineIO], int], worker: str, startup: float = DEFAULT_STARTUP
+    ) -> None:
         self._worker = worker
+        self._startup: float | None = startup
         self._inbound: queue.Queue[str | None] = queue.Queue()
         self._outbound: queue.Queue[object] = queue.Queue()
         self._status: int | None = None
@@ -536,12 +571,16 @@ class ThreadChannel:
         return item
 
     def receive(self, timeout: float) -> str:
+        budget = timeout if self._startup is None else max(timeout, self._startup)
         try:
-            item = self._outbound.get(timeout=timeout)
+            item = self._outbound.get(timeout=budget)
         except queue.Empty:
+            if self._startup is not None:
+                raise startup_hang(budget, self._worker) from None
             raise SutFailure(
                 Rule.SUT_HANG, f"no answer within the {timeout:g}s time limit", self._worker
             ) from None
+        self._startup = None
         return self._check(item)
 
     def unsolicited(self) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fencepost.harness.protocol import LEVELS, SYNC_LEVEL
+from fencepost.harness.transport import DEFAULT_STARTUP
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,22 @@ CURSORS: dict[str, int] = {"timestamp": 1000, "integer": 1}
 
 #: The default late-commit bound D, in the cursor's own units (seconds for timestamps).
 DEFAULT_MAX_COMMIT_DELAY = 10
+
+#: How partitions exist in the late-commit world (``--partitions``): the one home of this set.
+PARTITIONINGS: dict[str, str] = {
+    "appearing": "several partitions, some appearing mid-run holding old rows",
+    "fixed": "several partitions, all present from the start",
+    "one": "an unpartitioned source: partition main only",
+}
+DEFAULT_PARTITIONS = "appearing"
+#: How the pages of one query are read (``--reads``; the wire's values are
+#: ``fencepost.harness.protocol.READS``): the default is a paginated API.
+DEFAULT_READS = "live"
+
+#: Seconds a SUT process gets from its start to its answer to ``hello`` (``--startup-timeout``):
+#: start-up (importing a library) is paid once and may take seconds on a loaded machine; every
+#: later message has the per-message ``--timeout``.
+DEFAULT_STARTUP_TIMEOUT = DEFAULT_STARTUP
 
 #: Milliseconds per unit of ``--max-commit-delay`` for each cursor type (the wire's unit).
 WIRE_UNITS: dict[str, int] = {"timestamp": 1000, "integer": 1}

@@ -157,6 +157,8 @@ class Timeline:
     breach: Breach | None = None
     facts: tuple[Fact, ...] = ()
     notes: tuple[str, ...] = ()
+    #: What an outer box of a worker's lane is, in the legend (the world's word for a request).
+    request_legend: str = "a request: a publication attempt or an ingest pass"
 
     def __post_init__(self) -> None:
         keys = {lane.key for lane in self.lanes}

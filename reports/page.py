@@ -219,7 +219,7 @@ def _timeline(timeline: Timeline, ident: str) -> str:
     out.append('<div class="scroll">')
     out.append(_svg(timeline, first, last, col))
     out.append("</div>")
-    out.append(_legend())
+    out.append(_legend(timeline.request_legend))
     out.append('<div class="steps-and-inspector">')
     out.append(_step_list(timeline))
     out.append(_inspector(timeline))
@@ -349,9 +349,9 @@ def _fit(text: str, pixels: float) -> str:
     return text if len(text) <= room else text[: max(room - 1, 0)] + "\u2026"
 
 
-def _legend() -> str:
+def _legend(request: str) -> str:
     items = [
-        ("request", "a request: a publication attempt or an ingest pass"),
+        ("request", request),
         ("call", "a call, from the request to its reply"),
         ("lost", "response lost, write not applied \u26a1"),
         ("lost-applied", "write applied, response lost \u26a1\u2713"),

@@ -18,9 +18,19 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from fencepost.harness.protocol import LEVELS, SYNC_LEVEL
+from fencepost.harness.protocol import LEVELS, READS, SYNC_LEVEL
 from fencepost.harness.rules import HarnessError
-from fencepost.harness.worlds import CURSORS, DEFAULT_WORLD, LATE_COMMITS, WIRE_UNITS, WORLDS
+from fencepost.harness.worlds import (
+    CURSORS,
+    DEFAULT_PARTITIONS,
+    DEFAULT_READS,
+    DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_WORLD,
+    LATE_COMMITS,
+    PARTITIONINGS,
+    WIRE_UNITS,
+    WORLDS,
+)
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 if TYPE_CHECKING:
@@ -79,6 +89,29 @@ def _levels(value: str) -> frozenset[str]:
     help="late-commits: the source certifies a horizon on every page (as PostgreSQL's xmin).",
 )
 @click.option(
+    "--reads",
+    type=click.Choice(READS),
+    default=None,
+    help=f"late-commits: how a query's pages are read: live (a paginated API, each page when "
+    f"asked) or snapshot (one SQL statement: every page from the snapshot of its first) "
+    f"[default: {DEFAULT_READS}].",
+)
+@click.option(
+    "--partitions",
+    type=click.Choice(list(PARTITIONINGS)),
+    default=None,
+    help="late-commits: "
+    + "; ".join(f"{k}: {v}" for k, v in PARTITIONINGS.items())
+    + f" [default: {DEFAULT_PARTITIONS}].",
+)
+@click.option(
+    "--stories",
+    default=None,
+    metavar="NAME,...",
+    help="late-commits: run only these scripted stories exhaustively (comma-separated; "
+    "default: every story).",
+)
+@click.option(
     "--levels",
     default=",".join(LEVELS),
     show_default=True,
@@ -105,6 +138,14 @@ def _levels(value: str) -> frozenset[str]:
     default=10.0,
     show_default=True,
     help="Seconds the SUT gets to answer each message.",
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=DEFAULT_STARTUP_TIMEOUT,
+    show_default=True,
+    help="Seconds a freshly started SUT process gets to answer hello (its start-up: an "
+    "interpreter, a library's import); --timeout applies to every later message.",
 )
 @click.option(
     "--depth",
@@ -147,11 +188,15 @@ def command(
     max_commit_delay: int | None,
     cursor: str | None,
     horizon: bool | None,
+    reads: str | None,
+    partitions: str | None,
+    stories: str | None,
     levels: str,
     seed: int,
     schedules: int,
     workers: int,
     timeout: float,
+    startup_timeout: float,
     depth: int,
     junit: Path | None,
     report_dir: Path | None,
@@ -188,12 +233,19 @@ def command(
         raise click.BadParameter(
             f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}", param_hint="--timeout"
         )
+    if not math.isfinite(startup_timeout) or not 0 < startup_timeout <= MAX_TIMEOUT:
+        raise click.BadParameter(
+            f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}",
+            param_hint="--startup-timeout",
+        )
     _check_outputs(junit, report_dir, save)
     check_output(html, "--html")
     check_output(summary_md, "--summary-md")
     if replay is not None and replay_file is not None:
         raise click.UsageError("--replay and --replay-file exclude each other")
-    _check_world(world, max_commit_delay, cursor, horizon, levels, replay_file)
+    _check_world(
+        world, max_commit_delay, cursor, horizon, reads, partitions, stories, levels, replay_file
+    )
     if world == LATE_COMMITS:
         from fencepost.harness.late_search import LateOptions
 
@@ -202,6 +254,9 @@ def command(
                 cursor=cursor or "timestamp",
                 max_commit_delay=10 if max_commit_delay is None else max_commit_delay,
                 horizon=bool(horizon),
+                reads=reads or DEFAULT_READS,
+                partitions=partitions or DEFAULT_PARTITIONS,
+                stories=None if stories is None else _stories(stories),
                 seed=seed,
                 schedules=schedules if _given("schedules") else LateOptions.schedules,
                 timeout=timeout,
@@ -210,6 +265,7 @@ def command(
                 reuse=not fresh_processes,
             ),
             command,
+            startup_timeout,
             replay,
             replay_file,
             as_json,
@@ -230,7 +286,7 @@ def command(
         reuse=not fresh_processes,
     )
     shown = shlex.join(command)
-    factory = SubprocessSut(command, prefetch=min(4, 2 * workers))
+    factory = SubprocessSut(command, prefetch=min(4, 2 * workers), startup=startup_timeout)
     try:
         if replay_file is not None:
             report = _replay_file(factory, replay_file, options)
@@ -268,11 +324,30 @@ def _given(name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
+def _stories(value: str) -> tuple[str, ...]:
+    """The story names of ``--stories``, each one the late-commit world has (else exit 2)."""
+    from fencepost.harness.late_stories import STORY_NAMES
+
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    unknown = [n for n in names if n not in STORY_NAMES]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown stor{'ies' if len(unknown) > 1 else 'y'} "
+            f"{', '.join(unknown) or '(none given)'}; choose from {', '.join(STORY_NAMES)}, "
+            "comma-separated",
+            param_hint="--stories",
+        )
+    return names
+
+
 def _check_world(
     world: str,
     max_commit_delay: int | None,
     cursor: str | None,
     horizon: bool | None,
+    reads: str | None,
+    partitions: str | None,
+    stories: str | None,
     levels: str,
     replay_file: Path | None,
 ) -> None:
@@ -282,6 +357,9 @@ def _check_world(
             ("--max-commit-delay", max_commit_delay),
             ("--cursor", cursor),
             ("--horizon", horizon),
+            ("--reads", reads),
+            ("--partitions", partitions),
+            ("--stories", stories),
         ):
             if value is not None:
                 raise click.BadParameter(
@@ -323,6 +401,7 @@ def _check_world(
 def _late(
     options: LateOptions,
     command: tuple[str, ...],
+    startup_timeout: float,
     replay: int | None,
     replay_file: Path | None,
     as_json: bool,
@@ -344,7 +423,7 @@ def _late(
     from fencepost.harness.transport import SubprocessSut
 
     shown = shlex.join(command)
-    factory = SubprocessSut(command, prefetch=2)
+    factory = SubprocessSut(command, prefetch=2, startup=startup_timeout)
     try:
         if replay_file is not None:
             report = _late_replay_file(factory, replay_file, options)
@@ -437,6 +516,7 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
             max_commit_delay=regression.setup.max_commit_delay
             // WIRE_UNITS[regression.setup.cursor_type],
             horizon=regression.setup.horizon,
+            reads=regression.setup.reads,
         ),
         declared=hello.levels if hello is not None else (),
         delivery=hello.delivery if hello is not None else "at-least-once",

@@ -350,6 +350,7 @@ def finding_timeline(finding: LateFinding, report: LateReport, command: str) -> 
         steps=steps,
         breach=breach,
         facts=tuple(facts),
+        request_legend="a sync: one run of the tool",
     )
 
 

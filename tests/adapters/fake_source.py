@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from fencepost.adapters.runtime import (
     KEEP_STATE,
@@ -39,6 +40,10 @@ class FakeWorld:
     max_commit_delay: int = 10_000
     page_size: int = 2
     partitioned: bool = False
+    #: Declared only: the fake serves every page live, as it is asked for.
+    reads: Literal["live", "snapshot"] = "live"
+    #: No row of the fake is older than this (the declaration's ``earliest``).
+    earliest: int = T0
     rows: dict[str, list[Row]] = field(default_factory=dict)
     visible: set[str] = field(default_factory=set)
     partitions: list[str] = field(default_factory=list)
@@ -69,6 +74,8 @@ class FakeWorld:
             self.max_commit_delay,
             self.partitioned,
             False,
+            self.reads,
+            self.earliest,
         )
 
     def run(self, tool: Tool, sync_id: int = 1) -> SyncResult:

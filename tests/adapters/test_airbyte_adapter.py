@@ -665,6 +665,8 @@ def test_the_adapter_command_speaks_the_sync_level() -> None:
             "max_commit_delay": D,
             "partitioned": False,
             "horizon": False,
+            "reads": "live",
+            "earliest": 1_704_067_200_000,
         }
         sync = {"type": "sync", "id": 1, "worker": "t1", "now": world.now, "source": source}
         proc.stdin.write(json.dumps(sync) + "\n")

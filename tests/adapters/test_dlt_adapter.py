@@ -672,6 +672,8 @@ def test_handshake_and_one_sync_through_the_command(tmp_path: Path) -> None:
             "max_commit_delay": 10000,
             "partitioned": False,
             "horizon": False,
+            "reads": "live",
+            "earliest": 1_704_067_200_000,
         }
         send({"type": "sync", "id": 1, "worker": "t1", "now": s(31), "source": source})
         replies: dict[str, dict[str, object]] = {

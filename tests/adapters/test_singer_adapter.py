@@ -567,6 +567,8 @@ def test_the_process_speaks_the_sync_level_and_keeps_singer_output_off_the_wire(
             "max_commit_delay": 10000,
             "partitioned": False,
             "horizon": False,
+            "reads": "live",
+            "earliest": 1_704_067_200_000,
         }
         send({"type": "sync", "id": 7, "worker": "t1", "now": at(100), "source": source})
         seen: list[str] = []

@@ -98,12 +98,12 @@ READ = 'send({"type": "call", "call_id": "c1", "op": "read_publication", "stream
 HONEST = "next_read(msg, withheld)"
 
 
-def fake(tmp_path: Path, **parts: str) -> SubprocessSut:
+def fake(tmp_path: Path, startup: float = 60.0, **parts: str) -> SubprocessSut:
     body = {"hello": HELLO, "shutdown": "sys.exit(0)", "publish": READ, "reply": HONEST}
     body.update(parts)
     script = tmp_path / "fake_sut.py"
     script.write_text(textwrap.dedent(PROGRAM).format(**body))
-    return SubprocessSut([sys.executable, str(script)], prefetch=0)
+    return SubprocessSut([sys.executable, str(script)], prefetch=0, startup=startup)
 
 
 def _state(pid: int) -> str | None:
@@ -303,10 +303,11 @@ def test_missing_hello(tmp_path: Path) -> None:
 
 
 def test_silent_sut_hangs_the_handshake(tmp_path: Path) -> None:
-    factory = fake(tmp_path, hello="pass")
+    factory = fake(tmp_path, startup=0.5, hello="pass")
     _, _, failure = handshake(factory, 0.5)
     assert_nothing_left(factory)
     assert failure is not None and failure.violation.rule is Rule.SUT_HANG
+    assert "start-up budget of 0.5s" in failure.violation.message
 
 
 def test_command_that_does_not_exist(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def test_the_checker_catches_a_world_that_breaks_the_bound(
     after a newer row (visibility broken, not the setup) is caught by the checker."""
     main = (PartitionSpec("main", 0),)
     with pytest.raises(SetupError, match="declared bound D would be broken"):
-        LateSetup("integer", 10, False, False, 1, main, (RowSpec("r1", "main", 0, 11),))
+        LateSetup("integer", 10, False, False, 1, main, (RowSpec("r1", "main", 0, 11),), origin=0)
     setup = LateSetup(
         "integer",
         10,

@@ -36,6 +36,12 @@ def conform(*args: str) -> tuple[int, str, str]:
         (["--max-commit-delay", "5"], "--max-commit-delay", "add --world late-commits"),
         (["--cursor", "integer"], "--cursor", "add --world late-commits"),
         (["--horizon"], "--horizon", "add --world late-commits"),
+        (["--reads", "snapshot"], "--reads", "add --world late-commits"),
+        (["--partitions", "one"], "--partitions", "add --world late-commits"),
+        (["--stories", "lost-commit"], "--stories", "add --world late-commits"),
+        (["--world", "late-commits", "--stories", "lost-comit"], "--stories", "lost-commit"),
+        (["--world", "late-commits", "--reads", "stale"], "--reads", "stale"),
+        (["--world", "late-commits", "--partitions", "two"], "--partitions", "two"),
         (["--levels", "sync"], "--levels", "tested only in the late-commits world"),
         (["--world", "late-commits", "--levels", "publisher"], "--levels", "only level sync"),
         (["--world", "late-commits", "--workers", "3"], "--workers", "one tool worker"),
@@ -124,7 +130,7 @@ def test_a_lossy_tool_leads_with_its_lost_rows_and_its_story(tmp_path: Path) -> 
     between = next(i for i, line in enumerate(lines) if "r24 fell between" in line)
     assert 1 < story < schedule < prop < between
     assert "r24 (12:00:24.412) in main commits at 12:00:32" in lines[story]
-    assert "saved a bookmark through 12:00:30" in lines[story]
+    assert "and saves a bookmark through 12:00:30; r24 (12:00:24.412)" in lines[story]
     assert lines[-1].startswith("verdict: NOT CONFORMANT: the tool loses rows")
     page = html.read_text()
     assert "writers: main" in page and "no_lost_rows" in page and "r24 commits" in page
@@ -202,6 +208,7 @@ GOOD_SETUP: dict[str, object] = {
     "cursor_type": "timestamp",
     "max_commit_delay": 10000,
     "horizon": False,
+    "reads": "live",
     "partitioned": False,
     "page_size": 2,
     "origin": 1704110400000,

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fencepost.harness.protocol import (
+    SOURCE_FIELDS,
     Call,
     Commit,
     HelloOk,
@@ -185,3 +186,27 @@ def test_the_sync_request_carries_the_clock_and_the_declared_source() -> None:
         "now": 1_704_110_400_000,
         "source": source,
     }
+
+
+def test_the_source_declaration_has_every_field_and_the_sut_side_parses_it_strictly() -> None:
+    """The harness sends every field of SOURCE_FIELDS; the adapters' runtime refuses a
+    declaration with one missing, one unknown, or a value of the wrong kind."""
+    from fencepost.adapters.runtime import parse_source
+    from fencepost.harness.late_stories import STORIES, LateOptions
+
+    setup, _ = STORIES[0].build(LateOptions(reads="snapshot"))
+    declared = setup.source_json()
+    assert tuple(declared) == SOURCE_FIELDS
+    assert declared["reads"] == "snapshot" and declared["earliest"] == setup.origin
+    parsed = parse_source(declared, "sync.source")
+    assert parsed.reads == "snapshot" and parsed.earliest == 1_704_110_400_000
+    for name in ("reads", "earliest"):
+        missing = {k: v for k, v in declared.items() if k != name}
+        with pytest.raises(MessageError, match=name):
+            parse_source(missing, "sync.source")
+    with pytest.raises(MessageError, match="unknown"):
+        parse_source({**declared, "reads_from": "replica"}, "sync.source")
+    with pytest.raises(MessageError, match=r"sync\.source\.reads"):
+        parse_source({**declared, "reads": "eventually"}, "sync.source")
+    with pytest.raises(MessageError, match=r"sync\.source\.earliest"):
+        parse_source({**declared, "earliest": "2024-01-01T12:00:00Z"}, "sync.source")

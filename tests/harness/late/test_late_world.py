@@ -7,6 +7,7 @@ the run's verdict and logs.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -296,3 +297,107 @@ def test_times_are_rendered_as_utc_clock_times() -> None:
     assert clock_text(setup, t(25.412)) == "12:00:25.412"
     assert clock_text(setup, t(32)) == "12:00:32"
     assert clock_text(setup, t(86400)) == "2024-01-02 12:00:00"
+
+
+# --- live pages or one snapshot; earliest; partitionings --------------------------------------
+
+
+def _pages_across_a_commit(reads: str) -> tuple[LateWorld, list[str], list[str]]:
+    """A query's first page at 12:00:20, r15 commits behind it, its next page at 12:00:28:
+    (the world, the rows of the two pages, the rows a retry of the first token reads)."""
+    rows = (
+        RowSpec("r10", MAIN, t(10), t(10.1)),
+        RowSpec("r15", MAIN, t(15.7), t(21)),
+        RowSpec("r16", MAIN, t(16), t(16.2)),
+        RowSpec("r18", MAIN, t(18), t(18.3)),
+        RowSpec("r27", MAIN, t(27), t(27.1)),
+    )
+    setup = LateSetup(
+        "timestamp", 10_000, True, False, 2, (PartitionSpec(MAIN, ORIGIN),), rows, reads=reads
+    )
+    w = LateWorld.create(setup)
+    w.move_to(t(20))
+    first = w.page(MAIN, None, None, None, 1)
+    assert first.next is not None
+    w.move_to(t(28))
+    issued = w.tokens[first.next]
+    assert issued.snapshot == t(20)
+    second = w.page(MAIN, None, None, issued.position, 1, w.shows(issued))
+    retry = w.page(MAIN, None, None, issued.position, 1, w.shows(issued))
+    return w, [r.id for r in (*first.rows, *second.rows)], [r.id for r in retry.rows]
+
+
+def test_live_pages_show_the_clock_and_snapshot_pages_their_first_pages_snapshot() -> None:
+    live, read, retried = _pages_across_a_commit("live")
+    assert read == ["r10", "r16", "r18", "r27"]  # r15 committed behind the first page
+    assert retried == ["r18", "r27"]
+    snap, read, retried = _pages_across_a_commit("snapshot")
+    assert read == ["r10", "r16", "r18"]  # the 12:00:20 snapshot: r27 not yet committed
+    assert retried == ["r18"]  # a retried token reads the same snapshot
+    # the horizon is the snapshot's too: r15 was in flight at 12:00:20
+    token = next(iter(snap.tokens))
+    assert snap.horizon(MAIN, snap.tokens[token].snapshot) == t(15.7)
+    assert live.horizon(MAIN) == t(28)
+    assert snap.setup.source_json()["reads"] == "snapshot"
+    assert LateSetup.from_json(snap.setup.to_json()).reads == "snapshot"
+    with pytest.raises(SetupError, match="reads"):
+        LateSetup(
+            "timestamp", 10_000, False, False, 2, (PartitionSpec(MAIN, ORIGIN),), (), reads="x"
+        )
+
+
+def test_no_row_is_older_than_the_declared_earliest() -> None:
+    setup = world(ROWS)
+    assert setup.source_json()["earliest"] == ORIGIN == 1_704_110_400_000
+    with pytest.raises(SetupError, match="below the origin"):
+        world((RowSpec("r0", MAIN, ORIGIN - 1, ORIGIN),))
+
+
+def test_the_lag_from_the_greatest_value_read_is_safe_only_with_snapshot_reads() -> None:
+    """The reference tool that lags D behind the greatest value read, not clamped to the
+    sync's start, loses r15 in behind-a-page with live reads and nothing with a snapshot."""
+    from late_tools import BROKEN
+
+    from fencepost.harness.late_search import late_conform
+    from fencepost.harness.late_stories import LateOptions
+
+    variant, _ = BROKEN["lag-from-read"]
+    options = LateOptions(timeout=5, schedules=0, stories=("behind-a-page",))
+    live = late_conform(InProcessTool(variant), options)
+    assert not live.ok
+    delivered = live.findings[0].result.delivery
+    assert delivered is not None and [r.id for r in delivered.lost] == ["r15"]
+    snapshot = late_conform(InProcessTool(variant), dataclasses.replace(options, reads="snapshot"))
+    assert snapshot.ok and snapshot.totals.runs > 10
+
+
+@pytest.mark.parametrize("partitions", ["one", "fixed", "appearing"])
+def test_partitionings_shape_random_worlds_and_stories(partitions: str) -> None:
+    import random
+
+    from fencepost.harness.late_stories import (
+        STORIES,
+        LateOptions,
+        random_setup,
+        selected_stories,
+    )
+
+    options = LateOptions(partitions=partitions)
+    setups = [random_setup(random.Random(seed), options) for seed in range(60)]
+    late = [s for s in setups if any(p.appears > s.origin for p in s.partitions)]
+    several = [s for s in setups if len(s.partitions) > 1]
+    names = [STORIES[i].name for i in selected_stories(options)]
+    if partitions == "one":
+        assert all(not s.partitioned and [p.name for p in s.partitions] == [MAIN] for s in setups)
+        assert "partition-appears" not in names
+        assert all(s.source_json()["partitioned"] is False for s in setups)
+    else:
+        assert several and "partition-appears" in names
+        setup, _ = STORIES[names.index("partition-appears")].build(options)
+        story_late = any(p.appears > setup.origin for p in setup.partitions)
+        assert story_late == (partitions == "appearing")
+    assert bool(late) == (partitions == "appearing")
+    chosen = LateOptions(partitions=partitions, stories=("between-seconds", "partition-appears"))
+    assert [STORIES[i].name for i in selected_stories(chosen)] == [
+        n for n in ("between-seconds", "partition-appears") if n in names
+    ]

@@ -30,7 +30,44 @@ EXPECTED: dict[str, tuple[str, str, list[str]]] = {
     "short-lag": ("committed-behind-read", "late-behind-greatest", ["r24"]),
     "lag-from-read": ("committed-behind-read", "behind-a-page", ["r15"]),
     "append-exactly-once": ("", "late-behind-greatest", []),
+    "recent-without-state": ("never-in-range", "late-behind-greatest", ["r05"]),
     "horizon-last-page": ("committed-behind-read", "behind-a-page", ["r15"]),
+}
+
+#: broken variant -> what its first lost row's headline says, clause by clause in the order
+#: the events happened on the source's clock (the headline must read in time order).
+HEADLINE_ORDER: dict[str, tuple[str, ...]] = {
+    "through-max": (
+        "sync 1 (now 12:00:30.500) reads main (start, end) and saves a bookmark through 12:00:30",
+        "r24 (12:00:24.412) in main commits at 12:00:32",
+        "completion sync 2 (now 12:00:43) reads main [12:00:30, end)",
+        ": r24 is never read",
+    ),
+    "strict-shared": (
+        "r10c (12:00:10) in main commits at 12:00:10.200",
+        "reads main (start, end), up to r10b (12:00:10)",
+        "reads main (12:00:10, end)",
+        ": r10c is never read",
+    ),
+    "seconds-gap": (
+        "r29 (12:00:29.450) in main commits at 12:00:31",
+        "reads main (start, 12:00:29] and saves a bookmark before 12:00:30",
+        "reads main [12:00:30, 12:00:40]",
+    ),
+    "global-cursor": (
+        "e02 (12:00:02.500) in eu commits at 12:00:03, 0.5 s after its cursor value, before eu "
+        "is listed",
+        "partition eu appears at 12:00:28",
+        "reads eu [12:00:05, end) (from the other partitions' bookmark: main before 12:00:05) "
+        "and saves a bookmark before 12:00:05",
+        ": e02 is never read",
+    ),
+    "lag-from-read": (
+        "sync 1 (now 12:00:20) reads main (start, end)",
+        "r15 (12:00:15.700) in main commits at 12:00:21",
+        "sync 1 saves a bookmark before 12:00:17",
+        "completion sync 2 (now 12:00:39) reads main [12:00:17, end)",
+    ),
 }
 
 #: broken variant -> the plausible wrong answer of fencepost.harness.late_power it makes.
@@ -101,7 +138,24 @@ def test_every_broken_tool_is_caught_with_the_right_property_and_lost_rows(name:
         stories = finding.stories()
         assert [s.cause for s in stories] == [cause] * len(lost)
         assert all(s.headline.endswith("never read") or "never read" in s.headline for s in stories)
+        if name in HEADLINE_ORDER:
+            headline = stories[0].headline
+            places = [headline.find(part) for part in HEADLINE_ORDER[name]]
+            assert -1 not in places and places == sorted(places), headline
     if name in WRONG:
         kind = story
         power = correct_run(horizon).power.caught[kind]
         assert power.get(WRONG[name], 0) > 0, (kind, WRONG[name], power)
+
+
+def test_the_exhaustive_search_loses_read_state_responses() -> None:
+    """A tool that starts from ``now - D`` when its state cannot be read is caught by a story
+    with one inserted step, the lost ``read_state`` (random worlds are not needed)."""
+    variant, _ = BROKEN["recent-without-state"]
+    report = late_conform(
+        InProcessTool(variant), dataclasses.replace(DEFAULT, schedules=0, fail_fast=True)
+    )
+    assert not report.ok
+    finding = report.findings[0]
+    assert "exhaustive" in finding.phase
+    assert any("read_state: response lost" in step.says for step in finding.result.steps)
