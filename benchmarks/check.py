@@ -1,16 +1,18 @@
 """`fencepost check` wall time on one worker and on two, in the same run, with the ratio.
 
-Run: ``python benchmarks/check.py [--rounds N] [--busy K] [--only PARTS]``.
+Run: ``python benchmarks/check.py [--rounds N] [--busy K] [--only PARTS] [--jobs 2,4]``.
 
 Each round runs ``fencepost check --jobs 1`` (every part in one process, as the gate
-ran before it had workers: the baseline) and ``fencepost check --jobs 2``, alternating,
+ran before it had workers: the baseline) and ``fencepost check --jobs N`` for each N
+of ``--jobs`` (default 2), alternating,
 each in a fresh process, and prints their wall times, exit codes, the medians and the
 ratio baseline/parallel. The per-part seconds of the last run on each are printed
 too (what each part costs; with two workers a part's seconds are the sum of its
-pieces'). ``--busy K`` starts K CPU-bound processes (``while True: pass``) for the
-whole run and stops them after, by their process ids: the gate's verdict must not
-change beside them (its proofs are bounded by Z3 resource limits, not wall time),
-only its duration.
+pieces'). ``--busy K`` starts K CPU-bound processes (``while True: pass``), each in a
+session of its own (so that, where the kernel groups CPU shares by session, each is
+as much load as another job on the machine), for the whole run, and stops them
+after, by their process ids: the gate's verdict must not change beside them (its
+proofs are bounded by Z3 resource limits, not wall time), only its duration.
 
 The machine is shared and noisy: quote the ratio, not the figures.
 """
@@ -40,13 +42,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of both runs")
     parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes beside")
     parser.add_argument("--only", default=None, help="parts, as for fencepost check --only")
+    parser.add_argument(
+        "--jobs", default="2", help="comma-separated --jobs values to compare with --jobs 1"
+    )
     args = parser.parse_args()
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    times: dict[int, list[float]] = {1: [], 2: []}
+    compared = [1, *(int(j) for j in args.jobs.split(",") if int(j) != 1)]
+    times: dict[int, list[float]] = {jobs: [] for jobs in compared}
     last: dict[int, str] = {}
     try:
         for i in range(args.rounds):
-            for jobs in (1, 2):
+            for jobs in compared:
                 seconds, code, output = run_check(jobs, args.only)
                 times[jobs].append(seconds)
                 last[jobs] = output
@@ -58,12 +64,14 @@ def main() -> None:
             process.kill()
             process.wait()
     load = os.getloadavg()[0]
-    one, two = statistics.median(times[1]), statistics.median(times[2])
+    one = statistics.median(times[1])
     print(f"\nbeside {args.busy} busy processes (load average now {load:.1f}):")
     print(f"  --jobs 1 (baseline): median {one:6.1f} s")
-    print(f"  --jobs 2:            median {two:6.1f} s")
-    print(f"  ratio baseline / parallel: {one / two:.2f}")
-    for jobs in (1, 2):
+    for jobs in compared[1:]:
+        median = statistics.median(times[jobs])
+        ratio = one / median
+        print(f"  --jobs {jobs}:            median {median:6.1f} s, baseline / this: {ratio:.2f}")
+    for jobs in compared:
         print(f"\nlast run, --jobs {jobs}:\n{last[jobs]}")
 
 

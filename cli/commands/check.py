@@ -10,10 +10,11 @@ everywhere. Failing parts' details follow the table.
 ``--html FILE`` and ``--summary-md FILE`` write the results as a page and as
 Markdown (appended to ``$GITHUB_STEP_SUMMARY`` too when it is set).
 
-The parts run on ``--jobs`` worker processes (two by default where there are two
-cores): the proofs split into the cut theorems and each protocol's induction, the
-longest pieces start first, and the table is the same as on one core, row by row
-in part order.
+The parts run on ``--jobs`` worker processes (three by default on two cores: the
+pieces wait on IPC and fsync a good part of the time): the proofs split into the
+cut theorems and each protocol's induction, the conformance run into one group of
+phases per job, the longest pieces start first, and the table is the same as on
+one core, row by row in part order.
 
 Exit 0 when every part passes, 1 when any fails, 2 on a usage error, 3 when the
 machine was too slow (a Z3 check reached its wall-clock guard before its
@@ -106,7 +107,7 @@ def consoles() -> tuple[Console, Console]:
     "--jobs",
     type=click.IntRange(1, 64),
     default=None,
-    help="Worker processes for the parts (default: 2 where there are 2 cores, else 1).",
+    help="Worker processes for the parts (default: cores + 1, at most 3; 1 runs them in turn).",
 )
 @click.option(
     "--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML."
