@@ -20,11 +20,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 import z3
 
+from fencepost.solver import declare_sort
+
 #: A Z3 term or formula (z3 ships no type information).
 Expr: TypeAlias = Any
-
-#: Per-theorem Z3 budget in milliseconds.
-DEFAULT_TIMEOUT_MS: Final = 10_000
 
 #: Length bound of the code-point strings used to find string witnesses.
 STRING_WITNESS_LENGTH: Final = 3
@@ -169,7 +168,7 @@ INTEGER_DENSE: Final = OrderEncoding(
 
 
 def _total_order_encoding() -> OrderEncoding:
-    element = z3.DeclareSort("TotalOrderElement")
+    element = declare_sort("TotalOrderElement")
     precedes = z3.Function("precedes", element, element, z3.BoolSort())
     a, b, c = z3.Consts("a b c", element)
     axioms = (
@@ -341,7 +340,17 @@ def through(x: Expr) -> SymbolicCut:
 
 
 def nothing(order: OrderEncoding) -> SymbolicCut:
-    return SymbolicCut(z3.BoolVal(True), z3.BoolVal(False), z3.FreshConst(order.coordinate_sort))
+    """The cut that claims nothing. Its coordinate is never read (every use of a cut's
+    coordinate is guarded by ``not is_nothing``), so all of them share one constant.
+
+    A fixed name rather than ``z3.FreshConst``: Z3 numbers fresh names with a counter
+    of the whole process, and its heuristics order terms by name, so a fresh name
+    would make the resource units a query consumes depend on how many queries ran
+    before it (:mod:`fencepost.solver` measures and pins them).
+    """
+    return SymbolicCut(
+        z3.BoolVal(True), z3.BoolVal(False), z3.Const("nothing.coordinate", order.coordinate_sort)
+    )
 
 
 def if_cut(condition: Expr, then: SymbolicCut, otherwise: SymbolicCut) -> SymbolicCut:
@@ -362,6 +371,22 @@ def covers(order: OrderEncoding, cut: SymbolicCut, position: Expr) -> Expr:
     )
 
 
+#: The name of the position a downset quantifier binds.
+BOUND_EVENT: Final = "downset.event"
+
+
+def bound_event(order: OrderEncoding) -> Expr:
+    """The variable :func:`downset_leq` and :func:`same_downset` quantify over.
+
+    A fixed name is safe: it is only ever bound, and the bodies it is bound in hold
+    cut terms, which are quantifier-free and never contain it, so no quantifier
+    captures another's variable. A fixed name rather than ``z3.FreshConst`` keeps the
+    resource units a query consumes independent of the queries run before it in the
+    process (see :func:`nothing`).
+    """
+    return z3.Const(BOUND_EVENT, order.position_sort)
+
+
 def downset_leq(
     order: OrderEncoding, a: SymbolicCut, b: SymbolicCut, *, hints: Sequence[Expr] = ()
 ) -> Expr:
@@ -370,8 +395,9 @@ def downset_leq(
     ``hints`` are positions at which the quantified inclusion is also stated outright.
     ``∀q φ(q) ∧ φ(h)`` is the same formula as ``∀q φ(q)``: the hints change nothing about
     what is proved, they only save Z3 from searching for the instance a proof needs.
+    The bound position has a fixed name (:data:`BOUND_EVENT`, see :func:`bound_event`).
     """
-    q = z3.FreshConst(order.position_sort, "event")
+    q = bound_event(order)
 
     def included(p: Expr) -> Expr:
         return z3.Implies(order.domain(p), z3.Implies(covers(order, a, p), covers(order, b, p)))
@@ -381,7 +407,7 @@ def downset_leq(
 
 def same_downset(order: OrderEncoding, a: SymbolicCut, b: SymbolicCut) -> Expr:
     """``D(a) == D(b)``: the two cuts are the same progress claim."""
-    p = z3.FreshConst(order.position_sort, "event")
+    p = bound_event(order)
     return z3.ForAll([p], z3.Implies(order.domain(p), covers(order, a, p) == covers(order, b, p)))
 
 

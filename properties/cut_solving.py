@@ -4,8 +4,11 @@ A :class:`Scope` gathers a theorem's free variables (coordinates, event
 positions, flags, cuts) with their domain constraints and how to read them back
 from a model; :func:`prove_valid` proves a claim for every value (``unsat`` of
 its negation, else the counterexample), :func:`prove_exists` finds a witness.
-Verdicts are honest: ``unknown`` (a timeout, incomplete quantifier reasoning)
-is never counted as a proof.
+Verdicts are honest: ``unknown`` (the family's resource limit ran out,
+incomplete quantifier reasoning) is never counted as a proof. Every check runs
+through :class:`fencepost.solver.Query`: a fresh context, and the deterministic
+rlimit of the theorem's family (:data:`fencepost.solver.BUDGETS`), so a verdict
+does not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from fencepost.properties.cut_encoding import (
     WitnessValue,
     covers,
 )
+from fencepost.solver import Answer, Query
 
 
 class Status(enum.Enum):
@@ -46,6 +50,8 @@ class TheoremResult:
     the counterexample of a refuted claim, or the example that proves an existence
     statement (an unsoundness theorem). It is ``None`` when there is no model.
     ``detail`` says why Z3 answered ``unknown``, and is empty otherwise.
+    ``rlimit_used`` is the most resource units one of its checks consumed, to compare
+    with the limit of its ``family`` (:data:`fencepost.solver.BUDGETS`).
     """
 
     name: str
@@ -54,6 +60,8 @@ class TheoremResult:
     witness: Mapping[str, WitnessValue] | None
     seconds: float
     detail: str = ""
+    rlimit_used: int = 0
+    family: str = ""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; reals become ``{"rational": "1/2"}``, cuts ``{kind, coordinate}``."""
@@ -69,6 +77,8 @@ class TheoremResult:
             "witness": witness,
             "seconds": round(self.seconds, 4),
             "detail": self.detail,
+            "rlimit_used": self.rlimit_used,
+            "family": self.family,
         }
 
 
@@ -164,66 +174,84 @@ def read_cut(order: OrderEncoding, cut: SymbolicCut, model: Any) -> CutValue:
     )
 
 
-def solve(scope: Scope, formula: Expr, timeout_ms: int) -> tuple[Any, Any, str]:
-    """Check ``formula`` with the scope's axioms and constraints: (answer, model, reason).
+def solve(scope: Scope, formula: Expr, family: str, rlimit: int | None = None) -> Answer:
+    """Check ``formula`` with the scope's axioms and constraints, under ``family``'s rlimit.
 
-    The query is solved in a fresh Z3 context of its own (translated into it), so the
-    solver's search depends on the query alone and not on whatever terms other
-    queries created earlier in the process: Z3's heuristics follow term ids, and a
-    query that takes 10 ms in a fresh process once ran past its 10 s timeout after
-    a test suite's worth of other queries. The model comes back translated into the
-    main context, where the scope's terms live.
+    The query is solved in a fresh Z3 context of its own (:class:`fencepost.solver.Query`),
+    so the solver's search, and the resource units it consumes, depend on the query
+    alone and not on whatever terms other queries created earlier in the process. The
+    model comes back translated into the main context, where the scope's terms live.
+    ``rlimit`` overrides the family's limit.
     """
-    ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
-    solver.set("timeout", max(1, timeout_ms))
-    for part in (*scope.order.axioms, *scope.constraints, formula):
-        solver.add(part.translate(ctx))
-    answer = solver.check()
-    if answer == z3.sat:
-        return z3.sat, solver.model().translate(z3.main_ctx()), ""
-    if answer == z3.unknown:
-        return z3.unknown, None, solver.reason_unknown()
-    return z3.unsat, None, ""
+    query = Query(family, rlimit=rlimit)
+    query.add(*scope.order.axioms, *scope.constraints, formula)
+    return query.check()
+
+
+def family_of(name: str) -> str:
+    """A theorem's rlimit family by default: its name up to the first dot
+    (``merge_glb`` for ``merge_glb.string.n3``)."""
+    return name.split(".")[0]
 
 
 def prove_valid(
-    name: str, statement: str, scope: Scope, claim: Expr, timeout_ms: int, started: float
+    name: str,
+    statement: str,
+    scope: Scope,
+    claim: Expr,
+    rlimit: int | None,
+    started: float,
+    family: str | None = None,
 ) -> TheoremResult:
-    """``claim`` holds for every value of the scope's variables: ``unsat`` of its negation."""
-    answer, model, reason = solve(scope, z3.Not(claim), timeout_ms)
-    if answer == z3.unsat:
-        return TheoremResult(name, statement, Status.PROVED, None, time.perf_counter() - started)
-    if answer == z3.sat:
-        witness = scope.witness(model)
-        return TheoremResult(
-            name, statement, Status.REFUTED, witness, time.perf_counter() - started
-        )
+    """``claim`` holds for every value of the scope's variables: ``unsat`` of its negation.
+
+    Checked under the rlimit of ``family`` (by default :func:`family_of` the name), or
+    ``rlimit``.
+    """
+    family = family or family_of(name)
+    answer = solve(scope, z3.Not(claim), family, rlimit)
+    seconds = time.perf_counter() - started
+    status = Status.PROVED if answer.unsat else Status.REFUTED if answer.sat else Status.UNKNOWN
     return TheoremResult(
-        name, statement, Status.UNKNOWN, None, time.perf_counter() - started, reason
+        name,
+        statement,
+        status,
+        scope.witness(answer.model) if answer.sat else None,
+        seconds,
+        answer.detail,
+        answer.used,
+        family,
     )
 
 
 def prove_exists(
-    name: str, statement: str, scope: Scope, condition: Expr, timeout_ms: int, started: float
+    name: str,
+    statement: str,
+    scope: Scope,
+    condition: Expr,
+    rlimit: int | None,
+    started: float,
+    family: str | None = None,
 ) -> TheoremResult:
     """Some value of the scope's variables satisfies ``condition``; the model is the witness.
 
     A witness among readable values (letters and NUL for strings) is looked for first;
     it is still a witness, so the narrowing cannot make the verdict wrong, and only when
-    there is none does the search widen to the whole domain.
+    there is none does the search widen to the whole domain. Each of the two checks
+    has the whole rlimit of ``family`` (by default :func:`family_of` the name), or
+    ``rlimit``.
     """
-    narrowed, model, _ = solve(scope, z3.And(condition, *scope.preferences), timeout_ms // 2)
-    if narrowed == z3.sat:
-        witness = scope.witness(model)
-        return TheoremResult(name, statement, Status.PROVED, witness, time.perf_counter() - started)
-    remaining = timeout_ms - int((time.perf_counter() - started) * 1000)
-    answer, model, reason = solve(scope, condition, remaining)
-    if answer == z3.sat:
-        witness = scope.witness(model)
-        return TheoremResult(name, statement, Status.PROVED, witness, time.perf_counter() - started)
-    if answer == z3.unsat:
-        return TheoremResult(name, statement, Status.REFUTED, None, time.perf_counter() - started)
-    return TheoremResult(
-        name, statement, Status.UNKNOWN, None, time.perf_counter() - started, reason
-    )
+    family = family or family_of(name)
+    narrowed = solve(scope, z3.And(condition, *scope.preferences), family, rlimit)
+    if narrowed.sat:
+        seconds = time.perf_counter() - started
+        found = scope.witness(narrowed.model)
+        return TheoremResult(
+            name, statement, Status.PROVED, found, seconds, "", narrowed.used, family
+        )
+    answer = solve(scope, condition, family, rlimit)
+    used = max(narrowed.used, answer.used)
+    seconds = time.perf_counter() - started
+    status = Status.PROVED if answer.sat else Status.REFUTED if answer.unsat else Status.UNKNOWN
+    witness = scope.witness(answer.model) if answer.sat else None
+    return TheoremResult(name, statement, status, witness, seconds, answer.detail, used, family)

@@ -19,7 +19,6 @@ from typing import Final
 import z3
 
 from fencepost.properties.cut_encoding import (
-    DEFAULT_TIMEOUT_MS,
     INTEGER_SUCCESSOR,
     STRING_NATIVE,
     STRING_TOTAL_ORDER,
@@ -56,7 +55,7 @@ EVENTS_PER_PARTITION: Final = 2
 
 
 def total_preorder(
-    order: OrderEncoding = INTEGER_SUCCESSOR, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    order: OrderEncoding = INTEGER_SUCCESSOR, *, rlimit: int | None = None
 ) -> TheoremResult:
     """Downset inclusion is a total preorder whose equivalence is downset equality.
 
@@ -80,14 +79,14 @@ def total_preorder(
         f"On the {order.description}: downset inclusion of cuts is reflexive, transitive "
         "and total, and a <= b <= a exactly when D(a) == D(b)."
     )
-    return prove_valid(f"total_preorder.{order.key}", statement, scope, claim, timeout_ms, started)
+    return prove_valid(f"total_preorder.{order.key}", statement, scope, claim, rlimit, started)
 
 
 def spec_order_exact(
     order: OrderEncoding = INTEGER_SUCCESSOR,
     *,
     comparator: Comparator = spec_leq,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """The closed-form comparison is exactly downset inclusion (both directions).
 
@@ -109,16 +108,14 @@ def spec_order_exact(
         "(before x < through x; through x < before y for x < y unless y = succ(x)) "
         "holds between two cuts exactly when D(a) ⊆ D(b)."
     )
-    return prove_valid(
-        f"spec_order_exact.{order.key}", statement, scope, claim, timeout_ms, started
-    )
+    return prove_valid(f"spec_order_exact.{order.key}", statement, scope, claim, rlimit, started)
 
 
 def spec_order_sound(
     order: OrderEncoding = STRING_TOTAL_ORDER,
     *,
     comparator: Comparator = spec_leq,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """The closed-form comparison never claims an inclusion that does not hold.
 
@@ -137,13 +134,11 @@ def spec_order_sound(
         f"On the {order.description}: whenever the no-successor closed form says a <= b, "
         "D(a) ⊆ D(b) (it is sound, though it may rank equal claims strictly)."
     )
-    return prove_valid(
-        f"spec_order_sound.{order.key}", statement, scope, claim, timeout_ms, started
-    )
+    return prove_valid(f"spec_order_sound.{order.key}", statement, scope, claim, rlimit, started)
 
 
 def before_below_through(
-    order: OrderEncoding = INTEGER_SUCCESSOR, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    order: OrderEncoding = INTEGER_SUCCESSOR, *, rlimit: int | None = None
 ) -> TheoremResult:
     """``before x < through x``: the inclusion holds and is strict (``x`` itself separates)."""
     started = time.perf_counter()
@@ -157,12 +152,12 @@ def before_below_through(
         "so before x < through x."
     )
     return prove_valid(
-        f"before_below_through.{order.key}", statement, scope, claim, timeout_ms, started
+        f"before_below_through.{order.key}", statement, scope, claim, rlimit, started
     )
 
 
 def through_equals_before_next(
-    order: OrderEncoding = INTEGER_SUCCESSOR, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    order: OrderEncoding = INTEGER_SUCCESSOR, *, rlimit: int | None = None
 ) -> TheoremResult:
     """``through x == before x+1`` as claims: true exactly when ``x+1`` is an exact successor.
 
@@ -185,7 +180,7 @@ def through_equals_before_next(
         "(the same claim); expected to hold only when x+1 is an exact successor."
     )
     return prove_valid(
-        f"through_equals_before_next.{order.key}", statement, scope, claim, timeout_ms, started
+        f"through_equals_before_next.{order.key}", statement, scope, claim, rlimit, started
     )
 
 
@@ -238,7 +233,7 @@ def rewrite_unsound(
     rewrite: Rewrite,
     *,
     events: int = EVENTS_PER_PARTITION,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """There are events on which the certified cut is true and the rewritten one is false.
 
@@ -259,7 +254,13 @@ def rewrite_unsound(
         "makes the certified claim true and the published claim false."
     )
     return prove_exists(
-        f"{rewrite.key}_unsound.{order.key}", statement, scope, condition, timeout_ms, started
+        f"{rewrite.key}_unsound.{order.key}",
+        statement,
+        scope,
+        condition,
+        rlimit,
+        started,
+        "rewrite_unsound",
     )
 
 
@@ -268,7 +269,7 @@ def rewrite_sound(
     rewrite: Rewrite,
     *,
     events: int = EVENTS_PER_PARTITION,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """On every set of events, if the certified cut is true, so is the rewritten one."""
     started = time.perf_counter()
@@ -284,7 +285,13 @@ def rewrite_sound(
         "certified claim is true about a set of events, so is the published one."
     )
     return prove_valid(
-        f"{rewrite.key}_sound.{order.key}", statement, scope, claim, timeout_ms, started
+        f"{rewrite.key}_sound.{order.key}",
+        statement,
+        scope,
+        claim,
+        rlimit,
+        started,
+        "rewrite_sound",
     )
 
 
@@ -300,7 +307,7 @@ def merge_glb(
     size: int = 2,
     *,
     merge: Merge = min_merge,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """The merged cut is a lower bound of every partition's cut, and the greatest one."""
     started = time.perf_counter()
@@ -324,7 +331,7 @@ def merge_glb(
         statement,
         scope,
         z3.And(is_lower_bound, greatest),
-        timeout_ms,
+        rlimit,
         started,
     )
 
@@ -335,7 +342,7 @@ def merge_sound(
     *,
     merge: Merge = min_merge,
     events: int = EVENTS_PER_PARTITION,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """If every partition's certified cut is true about its events, the merged cut is true
     about every partition's events."""
@@ -352,9 +359,7 @@ def merge_sound(
         "when every partition's cut is true about its events, the merged cut is true about "
         "all of them (D(merge) lies inside every partition's downset)."
     )
-    return prove_valid(
-        f"merge_sound.{order.key}.n{size}", statement, scope, claim, timeout_ms, started
-    )
+    return prove_valid(f"merge_sound.{order.key}.n{size}", statement, scope, claim, rlimit, started)
 
 
 def merge_monotone(
@@ -362,7 +367,7 @@ def merge_monotone(
     size: int = 2,
     *,
     merge: Merge = min_merge,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """Advancing any one partition's cut never moves the merged cut back."""
     started = time.perf_counter()
@@ -388,7 +393,7 @@ def merge_monotone(
         statement,
         scope,
         z3.And(*conjuncts),
-        timeout_ms,
+        rlimit,
         started,
     )
 
@@ -398,7 +403,7 @@ def merge_deterministic(
     size: int = 2,
     *,
     merge: Merge = min_merge,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """Every ordering of the partitions publishes the same representation, not just the
     same claim (docs/semantics.md section 2: ties are resolved deterministically)."""
@@ -416,7 +421,7 @@ def merge_deterministic(
         "representation (kind and coordinate) for every ordering of the partitions."
     )
     return prove_valid(
-        f"merge_deterministic.{order.key}.n{size}", statement, scope, claim, timeout_ms, started
+        f"merge_deterministic.{order.key}.n{size}", statement, scope, claim, rlimit, started
     )
 
 
@@ -429,7 +434,7 @@ def string_has_exact_successor(
     samples: Sequence[str] = STRING_SUCCESSOR_SAMPLES,
     *,
     suffix: str = "\x00",
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
 ) -> TheoremResult:
     """In code-point order ``x + "\\0"`` is the exact successor of ``x``.
 
@@ -441,40 +446,51 @@ def string_has_exact_successor(
     but not the definition's equality. The witness of a refutation is the separating event.
     """
     started = time.perf_counter()
-    deadline = started + timeout_ms / 1000
     name = "string_has_exact_successor"
     statement = (
         f"On Unicode strings in code-point order: D(through x) == D(before x+{suffix!r}) for "
         f"x in {list(samples)!r} — the order has an exact successor x ↦ x+'\\0', so "
         "through x and before x+'\\0' are one claim."
     )
+    used = 0
     for sample in samples:
         scope = Scope(STRING_NATIVE)
         p = scope.position("event")
         claim = covers(STRING_NATIVE, through(z3_string(sample)), p) == covers(
             STRING_NATIVE, before(z3_string(sample + suffix)), p
         )
-        remaining = int((deadline - time.perf_counter()) * 1000)
-        answer, model, reason = solve(scope, z3.Not(claim), remaining)
-        if answer == z3.sat:
-            witness: dict[str, WitnessValue] = {"x": sample, **scope.witness(model)}
+        answer = solve(scope, z3.Not(claim), name, rlimit)
+        used = max(used, answer.used)
+        if answer.sat:
+            witness: dict[str, WitnessValue] = {"x": sample, **scope.witness(answer.model)}
             return TheoremResult(
-                name, statement, Status.REFUTED, witness, time.perf_counter() - started
+                name,
+                statement,
+                Status.REFUTED,
+                witness,
+                time.perf_counter() - started,
+                "",
+                used,
+                name,
             )
-        if answer == z3.unknown:
+        if answer.unknown:
             return TheoremResult(
                 name,
                 statement,
                 Status.UNKNOWN,
                 None,
                 time.perf_counter() - started,
-                f"x={sample!r}: {reason}",
+                f"x={sample!r}: {answer.detail}",
+                used,
+                name,
             )
-    return TheoremResult(name, statement, Status.PROVED, None, time.perf_counter() - started)
+    return TheoremResult(
+        name, statement, Status.PROVED, None, time.perf_counter() - started, "", used, name
+    )
 
 
 def string_before_empty_is_nothing(
-    coordinate: str = "", *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    coordinate: str = "", *, rlimit: int | None = None
 ) -> TheoremResult:
     """``before ""`` covers no string at all: it is the same claim as ``nothing``.
 
@@ -490,6 +506,4 @@ def string_before_empty_is_nothing(
         f"On Unicode strings in code-point order: D(before {coordinate!r}) is empty, so "
         f"before {coordinate!r} == nothing."
     )
-    return prove_valid(
-        "string_before_empty_is_nothing", statement, scope, claim, timeout_ms, started
-    )
+    return prove_valid("string_before_empty_is_nothing", statement, scope, claim, rlimit, started)

@@ -44,10 +44,13 @@ directions it errs in are safe: it never claims an inclusion that does not hold)
 ``before "" == nothing``.
 
 Verdicts are honest: a theorem expected to hold is ``proved`` only when Z3 answers
-``unsat`` for its negation; ``unknown`` (timeout, incomplete quantifier reasoning) is
-reported as ``unknown``. Theorems about unsoundness are existence statements (``there is
-a set of events where the rewrite turns a true claim false``): ``proved`` means Z3 found
-the counterexample, which is returned as the witness.
+``unsat`` for its negation; ``unknown`` (the family's deterministic resource limit ran
+out, incomplete quantifier reasoning) is reported as ``unknown``. Each check is bounded
+by its family's rlimit in :data:`fencepost.solver.BUDGETS` (measured, times a margin),
+never by wall time, so a verdict does not depend on the machine's load. Theorems about
+unsoundness are existence statements (``there is a set of events where the rewrite
+turns a true claim false``): ``proved`` means Z3 found the counterexample, which is
+returned as the witness.
 
 The pieces live in their own modules: :mod:`~fencepost.properties.cut_encoding`
 (orders and symbolic cuts), :mod:`~fencepost.properties.cut_solving` (verdicts,
@@ -71,7 +74,6 @@ from fencepost.properties.cut_decisions import (
     downset_inclusion,
 )
 from fencepost.properties.cut_encoding import (
-    DEFAULT_TIMEOUT_MS,
     INTEGER_DENSE,
     INTEGER_SUCCESSOR,
     MAX_CODE_POINT,
@@ -134,7 +136,6 @@ from fencepost.properties.cut_theorems import (
 )
 
 __all__ = [
-    "DEFAULT_TIMEOUT_MS",
     "EVENTS_PER_PARTITION",
     "INTEGER_DENSE",
     "INTEGER_SUCCESSOR",

@@ -30,6 +30,8 @@ from typing import Any, NamedTuple, TypeAlias
 
 import z3
 
+from fencepost.solver import declare_sort
+
 #: A Z3 term or formula, or a Python value standing for one (z3 ships no types).
 Term: TypeAlias = Any
 
@@ -130,10 +132,10 @@ class Z3Logic(Logic):
 
     def __init__(self) -> None:
         self.sorts: dict[str, Any] = {
-            "P": z3.DeclareSort("Partition"),
-            "W": z3.DeclareSort("Publisher"),
-            "R": z3.DeclareSort("Reader"),
-            "V": z3.DeclareSort("Event"),
+            "P": declare_sort("Partition"),
+            "W": declare_sort("Publisher"),
+            "R": declare_sort("Reader"),
+            "V": declare_sort("Event"),
             EPOCH: z3.IntSort(),
         }
         self.true = z3.BoolVal(True)

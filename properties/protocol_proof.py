@@ -7,11 +7,17 @@ For each protocol (publication, ingest, and the two composed) the obligations ar
   whole invariant and the action's guard leads to a state satisfying the lemma;
 - **safety**: the invariant implies each section 7 property.
 
-Each obligation is one Z3 check (of its negation, for ``unsat``) with a
-timeout; ``proved`` means ``unsat``, ``refuted`` that Z3 found a model (for a
+Each obligation is one Z3 check (of its negation, for ``unsat``) under the
+deterministic rlimit of its kind (the families ``protocol.initiation``,
+``protocol.consecution``, ``protocol.safety`` in :data:`fencepost.solver.BUDGETS`;
+the search for a small counterexample is ``protocol.counterexample``), never a
+wall-clock timeout, so the verdicts do not depend on the machine's load;
+``proved`` means ``unsat``, ``refuted`` that Z3 found a model (for a
 consecution, a *counterexample to induction*: a state satisfying the
-invariant from which the action breaks the lemma), ``unknown`` a timeout or
-incomplete quantifier reasoning, never counted as a proof. Sorts are
+invariant from which the action breaks the lemma), ``unknown`` an exhausted
+limit or incomplete quantifier reasoning, never counted as a proof. Each solver
+(the initiation, the safety, and one per action) works in a Z3 context of its
+own (:class:`fencepost.solver.Query`). Sorts are
 uninterpreted (partitions, publishers, readers, events), epochs, revisions,
 generations and budgets are unbounded integers, tokens and keys reals; every
 configuration switch (order kind, cutover policy, faults, retry budgets) is a
@@ -43,9 +49,7 @@ from fencepost.properties.protocol_lemmas import (
 )
 from fencepost.properties.protocol_logic import CutT, Term, Z3Logic
 from fencepost.properties.protocol_state import View, z3_state
-
-#: Per-obligation Z3 budget.
-DEFAULT_TIMEOUT_MS = 30_000
+from fencepost.solver import Printed, Query
 
 PROVED = "proved"
 REFUTED = "refuted"
@@ -73,7 +77,8 @@ class Obligation:
 
 @dataclass
 class Outcome:
-    """The verdict of one obligation, its time, and Z3's model when refuted."""
+    """The verdict of one obligation, its time, Z3's model when refuted, and the resource
+    units its first check consumed (to compare with its kind's rlimit)."""
 
     obligation: Obligation
     status: str
@@ -83,6 +88,7 @@ class Outcome:
     pre: View | None = None
     post: View | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    rlimit_used: int = 0
 
 
 def _params(L: Z3Logic, action: Action, tag: str) -> dict[str, Any]:
@@ -198,70 +204,65 @@ def _idle_other_half(L: Z3Logic, s: View, action: Action) -> list[Term]:
     return []
 
 
+#: The family of the search for a small counterexample (a later stage of an obligation).
+COUNTEREXAMPLE = "protocol.counterexample"
+
+
+def family_of(kind: str) -> str:
+    """The rlimit family of an obligation kind: ``protocol.consecution`` and so on."""
+    return f"protocol.{kind}"
+
+
 def _check(
-    solver: Any,
-    goal: Term,
-    timeout_ms: int,
-    prefer: list[Term] | None = None,
-    quiet: list[Term] | None = None,
-) -> tuple[str, Any, str]:
-    """Decide ``goal`` over the solver's hypotheses: proved (its negation unsat), refuted
-    (a model), or unknown.
+    query: Query,
+    negated: Printed,
+    prefer: Printed | None = None,
+    quiet: Printed | None = None,
+) -> tuple[str, Any, str, int]:
+    """Decide a goal over the query's hypotheses from its ``negated`` form: proved (the
+    negation unsat), refuted (a model), or unknown; with the units the first check
+    consumed.
 
-    Stages, within ``timeout_ms`` in all: a first try; then, for a counterexample,
-    small universes (``prefer``) and small universes with the other half's processes
-    idle (``quiet``) -- a counterexample among them is one (their unsat proves nothing);
-    then the rest of the budget on the first try. A counterexample found is shrunk
-    towards ``prefer`` when it can be.
+    Stages, each under a deterministic rlimit: a first try (the obligation's family);
+    then, when it is undecided, small universes (``prefer``) and small universes with
+    the other half's processes idle (``quiet``), under ``protocol.counterexample`` -- a
+    counterexample among them is one (their unsat proves nothing). A counterexample
+    found is shrunk towards ``prefer`` when it can be.
     """
-    solver.push()
-    solver.add(z3.Not(goal))
-    budget = max(1, timeout_ms)
-    first = min(budget, 5_000) if prefer else budget
-    answer, model, reason = _attempt(solver, [], first)
-    spent = first
-    if answer == z3.unknown and prefer:
-        for extra in (prefer, [*prefer, *(quiet or [])]):
-            got, found, _ = _attempt(solver, extra, min(5_000, budget))
-            if got == z3.sat:
-                answer, model, reason = got, found, ""
-                break
-        if answer == z3.unknown and budget > spent:
-            answer, model, reason = _attempt(solver, [], budget - spent)
-    elif answer == z3.sat and prefer:
-        got, found, _ = _attempt(solver, prefer, min(budget, 10_000))
-        if got == z3.sat:
-            model = found
-    solver.pop()
+    query.push()
+    query.add(negated)
+    try:
+        first = query.check()
+        answer, model, reason = first.result, first.model, first.detail
+        if first.unknown and prefer:
+            stages: list[list[Printed]] = [[prefer], [prefer] + ([quiet] if quiet else [])]
+            for extra in stages:
+                got = query.check(*extra, family=COUNTEREXAMPLE)
+                if got.sat:
+                    answer, model, reason = got.result, got.model, ""
+                    break
+        elif first.sat and prefer:
+            got = query.check(prefer, family=COUNTEREXAMPLE)
+            if got.sat:
+                model = got.model
+    finally:
+        query.pop()
     if answer == z3.unsat:
-        return PROVED, None, ""
+        return PROVED, None, "", first.used
     if answer == z3.sat:
-        return REFUTED, model, ""
-    return UNKNOWN, None, reason
+        return REFUTED, model, "", first.used
+    return UNKNOWN, None, reason, first.used
 
 
-def _attempt(solver: Any, extra: list[Term], timeout_ms: int) -> tuple[Any, Any, str]:
-    solver.push()
-    solver.add(*extra)
-    solver.set("timeout", max(1, timeout_ms))
-    answer = solver.check()
-    model = solver.model() if answer == z3.sat else None
-    reason = solver.reason_unknown() if answer == z3.unknown else ""
-    solver.pop()
-    return answer, model, reason
-
-
-def _solver() -> Any:
-    solver = z3.Solver()
-    solver.set("smt.mbqi", True)
-    return solver
+def _solver(kind: str, rlimit: int | None) -> Query:
+    return Query(family_of(kind), rlimit=rlimit, params={"smt.mbqi": True})
 
 
 def prove_protocol(
     protocol: str,
     *,
     mutant: str | None = None,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    rlimit: int | None = None,
     actions: Iterable[str] | None = None,
     lemmas: Iterable[str] | None = None,
     kinds: Sequence[str] = (INITIATION, CONSECUTION, SAFETY),
@@ -272,7 +273,8 @@ def prove_protocol(
 
     ``mutant`` switches a model mutant on in the actions (the induction should then
     fail); ``without`` drops lemmas from the invariant (to show each one is needed).
-    ``report`` is called with each outcome as it is decided.
+    ``report`` is called with each outcome as it is decided. ``rlimit`` overrides the
+    limit of every obligation's first check (its family's, by default).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -283,6 +285,7 @@ def prove_protocol(
     wanted = set(lemmas) if lemmas is not None else None
     chosen = [x for x in invariant if wanted is None or x.name in wanted]
     inv_terms = [x.formula(L, s) for x in invariant]
+    inv_printed = Printed(*inv_terms)
     outcomes: list[Outcome] = []
 
     def done(out: Outcome) -> None:
@@ -291,11 +294,12 @@ def prove_protocol(
             report(out)
 
     if INITIATION in kinds:
-        solver = _solver()
+        solver = _solver(INITIATION, rlimit)
         solver.add(initial(L, s))
-        for lemma in chosen:
+        negated = _negations([lemma.formula(L, s) for lemma in chosen])
+        for lemma, goal in zip(chosen, negated, strict=True):
             ob = Obligation(protocol, INITIATION, lemma.name)
-            done(_run(solver, ob, lemma.formula(L, s), timeout_ms, pre=s))
+            done(_run(solver, ob, goal, pre=s))
     if CONSECUTION in kinds:
         names = set(actions) if actions is not None else None
         for action in actions_of(protocol):
@@ -304,51 +308,58 @@ def prove_protocol(
             prm = _params(L, action, action.name)
             guard, changes = action.build(L, s, prm, mutant)
             post = s.replace(**changes)
-            solver = _solver()
-            solver.add(*inv_terms, guard)
-            prefer = small(L, s, prm)
-            quiet = _idle_other_half(L, s, action) if protocol == COMPOSED else None
-            for lemma in chosen:
+            solver = _solver(CONSECUTION, rlimit)
+            solver.add(inv_printed, guard)
+            prefer = Printed(*small(L, s, prm))
+            idle = _idle_other_half(L, s, action) if protocol == COMPOSED else []
+            quiet = Printed(*idle) if idle else None
+            negated = _negations([lemma.formula(L, post) for lemma in chosen])
+            for lemma, goal in zip(chosen, negated, strict=True):
                 ob = Obligation(protocol, CONSECUTION, lemma.name, action.name)
-                goal = lemma.formula(L, post)
-                done(_run(solver, ob, goal, timeout_ms, s, post, prm, prefer, quiet))
+                done(_run(solver, ob, goal, s, post, prm, prefer, quiet))
     if SAFETY in kinds:
-        solver = _solver()
-        solver.add(*inv_terms)
-        for prop in properties_of(protocol):
-            if wanted is not None and prop.name not in wanted:
-                continue
+        solver = _solver(SAFETY, rlimit)
+        solver.add(inv_printed)
+        props = [p for p in properties_of(protocol) if wanted is None or p.name in wanted]
+        negated = _negations([prop.formula(L, s) for prop in props])
+        for prop, goal in zip(props, negated, strict=True):
             ob = Obligation(protocol, SAFETY, prop.name)
-            done(_run(solver, ob, prop.formula(L, s), timeout_ms, pre=s))
+            done(_run(solver, ob, goal, pre=s))
     return outcomes
 
 
+def _negations(goals: list[Term]) -> list[Printed]:
+    """Each goal's negation, printed together (one vocabulary, printed once)."""
+    negated = Printed(*[z3.Not(g) for g in goals]).each()
+    if len(negated) != len(goals):
+        raise AssertionError(f"{len(goals)} goals printed as {len(negated)} assertions")
+    return negated
+
+
 def _run(
-    solver: Any,
+    solver: Query,
     ob: Obligation,
-    goal: Term,
-    timeout_ms: int,
+    goal: Printed,
     pre: View | None = None,
     post: View | None = None,
     params: dict[str, Any] | None = None,
-    prefer: list[Term] | None = None,
-    quiet: list[Term] | None = None,
+    prefer: Printed | None = None,
+    quiet: Printed | None = None,
 ) -> Outcome:
     started = time.perf_counter()
-    status, model, reason = _check(solver, goal, timeout_ms, prefer, quiet)
+    status, model, reason, used = _check(solver, goal, prefer, quiet)
     seconds = time.perf_counter() - started
-    return Outcome(ob, status, seconds, reason, model, pre, post, params or {})
+    return Outcome(ob, status, seconds, reason, model, pre, post, params or {}, used)
 
 
 def prove_all(
     *,
     mutant: str | None = None,
-    timeout_ms: int = DEFAULT_TIMEOUT_MS,
     protocols: Sequence[str] = PROTOCOLS,
     report: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """Every obligation of every protocol (publication, ingest, composed), in order."""
     out: list[Outcome] = []
     for protocol in protocols:
-        out.extend(prove_protocol(protocol, mutant=mutant, timeout_ms=timeout_ms, report=report))
+        out.extend(prove_protocol(protocol, mutant=mutant, report=report))
     return out

@@ -48,6 +48,7 @@ from fencepost.properties.protocol_state import (
     universe,
     z3_state,
 )
+from fencepost.solver import Query
 
 _REREAD = {"settle": SETTLE, "written": WRITTEN, "retry": RETRY}
 
@@ -270,15 +271,15 @@ def transitions(states: list[State]) -> Iterator[tuple[State, ModelAction, State
 # ---------------------------------------------------------------------------- Z3 successors
 
 
-def z3_successors(
-    state: State, action: Action, limit: int = 8, timeout_ms: int = 20_000
-) -> list[dict[str, Any]]:
+def z3_successors(state: State, action: Action, limit: int = 8) -> list[dict[str, Any]]:
     """States Z3 finds the relation allows after ``state`` by ``action`` (normalized tables).
 
     ``state`` is pinned exactly over its finite universe (closed sorts); the
     explorer's bounds of its configuration are added (page size, coordinates of
     claims, where a reshard moves events). Each solution found is blocked and Z3
-    asked again, up to ``limit``.
+    asked again, up to ``limit``. Each check is bounded by the ``protocol.successors``
+    rlimit (:mod:`fencepost.solver`); an undecided one is an error, never "no more
+    successors".
     """
     enc = Encoder(state)
     uni, cfg = enc.uni, enc.config
@@ -295,8 +296,7 @@ def z3_successors(
     L = FiniteZ3Logic({k: list(v.values()) for k, v in elems.items()}, uni.epochs, cuts)
     L.sorts = base.sorts
     s = z3_state(L)
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver = Query("protocol.successors")
     for consts in elems.values():
         if len(consts) > 1:
             solver.add(z3.Distinct(*consts.values()))
@@ -339,8 +339,13 @@ def z3_successors(
     solver.add(guard, *_bounds(L, s, action, prm, cfg, elems, uni))
     post = s.replace(**changes)
     found: list[dict[str, Any]] = []
-    while len(found) < limit and solver.check() == z3.sat:
-        model = solver.model()
+    while len(found) < limit:
+        answer = solver.check()
+        if answer.unknown:
+            raise RuntimeError(f"Z3 could not decide a successor by {action.name}: {answer.detail}")
+        if not answer.sat:
+            break
+        model = answer.model
         got = _read_back(model, post, uni, elems)
         found.append(normalize(got))
         solver.add(z3.Or(*_differs(model, post, uni, elems)))

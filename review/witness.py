@@ -34,6 +34,7 @@ from fencepost.review.findings import (
     WitnessKind,
     show_position,
 )
+from fencepost.solver import Query
 
 #: When a caught-up signal is given, in milliseconds of the witness's clock.
 SIGNAL_TIME = 1000
@@ -127,23 +128,23 @@ def in_downset(kind: str, at: z3.ExprRef, p: z3.ExprRef) -> z3.BoolRef:
 def _solve(
     constraints: Sequence[z3.BoolRef], preferences: Sequence[Sequence[z3.BoolRef]]
 ) -> z3.ModelRef | None:
-    solver = z3.Solver()
-    solver.set("timeout", 10_000)
-    solver.add(*constraints)
-    result = solver.check()
-    if result == z3.unknown:
-        raise RuntimeError(f"Z3 could not decide a witness: {solver.reason_unknown()}")
-    if result != z3.sat:
+    """A model of ``constraints``, the first preference it can also satisfy applied.
+
+    Each check is bounded by the ``review.witness`` rlimit (deterministic, never wall
+    time: :mod:`fencepost.solver`), so a review's findings do not depend on load.
+    """
+    query = Query("review.witness")
+    query.add(*constraints)
+    answer = query.check()
+    if answer.unknown:
+        raise RuntimeError(f"Z3 could not decide a witness: {answer.detail}")
+    if not answer.sat:
         return None
     for preference in preferences:
-        solver.push()
-        solver.add(*preference)
-        if solver.check() == z3.sat:
-            model = solver.model()
-            solver.pop()
-            return model
-        solver.pop()
-    return solver.model()
+        preferred = query.check(*preference)
+        if preferred.sat:
+            return preferred.model
+    return answer.model
 
 
 def _point_preferences(axis: Axis, var: z3.ExprRef, near: Position) -> list[list[z3.BoolRef]]:

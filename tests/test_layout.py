@@ -39,16 +39,18 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "explorer": frozenset({"model"}),
     "impl": frozenset(),
     "inputs": frozenset(),
+    # Z3 under deterministic resource limits: the one way every query is checked
+    "solver": frozenset(),
     "judge": frozenset({"inputs"}),
     "harness": frozenset({"judge", "inputs"}),
     "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
     "sut": frozenset({"impl", "mutants", "harness", "inputs"}),
     "contracts": frozenset({"impl", "inputs"}),
-    "review": frozenset({"contracts", "impl", "inputs"}),
-    "properties": frozenset({"model", "impl", "judge", "mutants", "inputs"}),
+    "review": frozenset({"contracts", "impl", "inputs", "solver"}),
+    "properties": frozenset({"model", "impl", "judge", "mutants", "inputs", "solver"}),
     "scenarios": frozenset(
-        {"model", "impl", "judge", "harness", "sut", "mutants", "inputs", "properties"}
+        {"model", "impl", "judge", "harness", "sut", "mutants", "inputs", "properties", "solver"}
     ),
     # pure: neutral report data in, HTML or Markdown out
     "reports": frozenset(),
@@ -74,6 +76,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "testing",
             "audit",
             "adapters",
+            "solver",
         }
     ),
 }

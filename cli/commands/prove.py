@@ -3,8 +3,15 @@
 Exit 0 when every theorem run got its expected verdict (``proved`` for the algebra's
 laws and for the unsoundness theorems, whose proof is a counterexample; ``refuted`` for
 the one registered false claim, ``through x == before x+1`` on a dense order), 1 when any
-did not (including ``unknown``: a timeout is never counted as a proof), 2 for a usage
-error such as an unknown theorem name.
+did not (including ``unknown``: an exhausted resource limit is never counted as a
+proof), 2 for a usage error such as an unknown theorem name, 3 when the machine was too
+slow (a check reached the wall-clock guard, ``--timeout``, before its deterministic
+resource limit: no verdict).
+
+Every Z3 check is bounded by its family's rlimit (:mod:`fencepost.solver`), never by
+wall time, so the verdicts are the same on any machine whatever its load; each line
+shows the units the theorem used beside its limit, and ``--budgets`` prints the table
+of limits with the figures they were measured from.
 
 ``--protocol`` proves instead that section 7 holds for the whole protocol at any size
 (inductive invariants, :mod:`fencepost.commands.prove_protocol`); ``--mutant NAME``
@@ -27,6 +34,10 @@ from fencepost.properties.proofs import (
     render_witness,
     select,
 )
+from fencepost.solver import BUDGETS, GUARD_MS, MachineTooSlow, budget, wall_guard
+
+#: Exit code when a check reached the wall-clock guard: fencepost's own trouble, no verdict.
+EXIT_TOO_SLOW = 3
 
 _STYLE = {Status.PROVED: "green", Status.REFUTED: "yellow", Status.UNKNOWN: "red"}
 
@@ -41,6 +52,7 @@ def _report_json(pairs: list[tuple[Theorem, TheoremResult]], seconds: float) -> 
     theorems = []
     for theorem, result in pairs:
         entry = result.to_json()
+        entry["rlimit"] = budget(result.family).rlimit
         entry["expected"] = theorem.expected.value
         entry["as_expected"] = result.status is theorem.expected
         theorems.append(entry)
@@ -63,7 +75,11 @@ def _report_table(
     width = max(len(result.name) for _, result in pairs)
     for theorem, result in pairs:
         verdict = f"[{_STYLE[result.status]}]{result.status.value:<7}[/]"
-        line = f"{verdict} {result.name:<{width}}  {result.seconds * 1000:7.1f} ms"
+        limit = budget(result.family).rlimit
+        line = (
+            f"{verdict} {result.name:<{width}}  {result.seconds * 1000:7.1f} ms  "
+            f"{result.rlimit_used:>11,} of {limit:>11,} units"
+        )
         if result.status is not theorem.expected:
             line += f"  [bold red]expected {theorem.expected.value}[/]"
         if result.detail:
@@ -80,6 +96,24 @@ def _report_table(
         console.print(
             f"[bold green]all {len(pairs)} theorems as expected[/] in {seconds:.2f} s "
             "(refuted entries are false claims Z3 must refute)"
+        )
+    worst = max(pairs, key=lambda p: p[1].rlimit_used / budget(p[1].family).rlimit)[1]
+    share = worst.rlimit_used / budget(worst.family).rlimit
+    console.print(
+        f"Z3 resource limits (deterministic, not wall time): the largest use was "
+        f"{share:.1%} of its limit ({worst.name}); `fencepost prove --budgets` lists them",
+        highlight=False,
+    )
+
+
+def _report_budgets() -> None:
+    """The rlimit table: each family's measured units, margin and limit."""
+    width = max(len(name) for name in BUDGETS)
+    click.echo(f"{'family':<{width}}  {'measured':>11}  {'margin':>6}  {'limit':>13}  measured on")
+    for b in BUDGETS.values():
+        click.echo(
+            f"{b.family:<{width}}  {b.measured:>11,}  {b.margin:>5}x  {b.rlimit:>13,}  "
+            f"{b.measured_on}"
         )
 
 
@@ -108,9 +142,13 @@ def _report_table(
     "--timeout",
     "timeout_ms",
     type=click.IntRange(100, 3_600_000),
-    default=30_000,
+    default=GUARD_MS,
     show_default=True,
-    help="With --protocol: Z3 budget per obligation, in milliseconds.",
+    help="Last-resort wall-clock guard per Z3 check, in milliseconds. Verdicts come from "
+    "deterministic resource limits; reaching the guard is 'machine too slow' (exit 3).",
+)
+@click.option(
+    "--budgets", is_flag=True, help="Print the Z3 resource limits (rlimit table) and exit."
 )
 def command(
     as_json: bool,
@@ -120,13 +158,34 @@ def command(
     protocol: bool,
     mutant: str | None,
     timeout_ms: int,
+    budgets: bool,
 ) -> None:
     """Prove the cut-algebra theorems with Z3, from the downset definition; with
     --protocol, prove section 7 for the protocol at any size.
 
     Exit 0 when every theorem gets its expected verdict (every protocol obligation is
-    proved), 1 otherwise, 2 on usage errors.
+    proved), 1 otherwise, 2 on usage errors, 3 when the machine was too slow (a check
+    reached the wall-clock guard before its deterministic resource limit).
     """
+    if budgets:
+        _report_budgets()
+        return
+    try:
+        with wall_guard(timeout_ms):
+            _prove(as_json, only, list_only, statements, protocol, mutant)
+    except MachineTooSlow as slow:
+        click.echo(f"fencepost prove: {slow}", err=True)
+        raise SystemExit(EXIT_TOO_SLOW) from None
+
+
+def _prove(
+    as_json: bool,
+    only: tuple[str, ...],
+    list_only: bool,
+    statements: bool,
+    protocol: bool,
+    mutant: str | None,
+) -> None:
     if protocol:
         if only or list_only or statements:
             raise click.UsageError(
@@ -135,7 +194,7 @@ def command(
             )
         from fencepost.commands.prove_protocol import run
 
-        run(mutant, as_json, timeout_ms)
+        run(mutant, as_json)
         return
     if mutant is not None:
         raise click.UsageError("--mutant applies to the protocol proof: add --protocol")

@@ -10,7 +10,8 @@ within its default bounds.
 
 Exit 0 when every obligation is proved (with a mutant: none refuted, i.e. the
 induction missed the bug, which is reported); 1 when any is refuted or unknown
-(a timeout is never a proof); 2 on a usage error.
+(an exhausted resource limit is never a proof); 2 on a usage error; 3 when a check
+reached the wall-clock guard (``fencepost prove`` handles that).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from fencepost.properties.protocol_lemmas import LEMMAS, PROPERTIES
 from fencepost.properties.protocol_logic import Z3Logic
 from fencepost.properties.protocol_proof import (
     CONSECUTION,
-    DEFAULT_TIMEOUT_MS,
     PROVED,
     REFUTED,
     Outcome,
+    family_of,
     prove_all,
 )
+from fencepost.solver import budget
 
 _STYLE = {PROVED: "green", REFUTED: "yellow"}
 
@@ -42,11 +44,17 @@ def _line(out: Outcome) -> str:
     style = _STYLE.get(out.status, "red")
     detail = f"  ({out.detail})" if out.detail else ""
     return (
-        f"[{style}]{out.status:<8}[/] {out.seconds * 1000:8.1f} ms  {out.obligation.name}{detail}"
+        f"[{style}]{out.status:<8}[/] {out.seconds * 1000:8.1f} ms {out.rlimit_used:>9,} units  "
+        f"{out.obligation.name}{detail}"
     )
 
 
-def run(mutant: str | None, as_json: bool, timeout_ms: int) -> None:
+def _share(out: Outcome) -> float:
+    """The share of its kind's rlimit the obligation's first check used."""
+    return out.rlimit_used / budget(family_of(out.obligation.kind)).rlimit
+
+
+def run(mutant: str | None, as_json: bool) -> None:
     """Prove (or, with a mutant, try to) and report; raises SystemExit(1) unless all proved."""
     if mutant is not None and mutant not in MUTANTS:
         raise click.BadParameter(
@@ -75,7 +83,7 @@ def run(mutant: str | None, as_json: bool, timeout_ms: int) -> None:
                 console.print(f"           -> {reachability(out)}", markup=False)
 
     started = time.perf_counter()
-    outcomes = prove_all(mutant=mutant, timeout_ms=timeout_ms, report=show)
+    outcomes = prove_all(mutant=mutant, report=show)
     seconds = time.perf_counter() - started
     refuted = [o for o in outcomes if o.status == REFUTED]
     unknown = [o for o in outcomes if o.status not in (PROVED, REFUTED)]
@@ -96,6 +104,13 @@ def _summary(
     seconds: float,
 ) -> None:
     n = len(outcomes)
+    if outcomes:
+        worst = max(outcomes, key=_share)
+        console.print(
+            f"Z3 resource limits (deterministic, not wall time): the largest use was "
+            f"{_share(worst):.1%} of its limit ({worst.obligation.name}); "
+            "`fencepost prove --budgets` lists them"
+        )
     if not refuted and not unknown:
         console.print(
             f"[bold green]all {n} obligations proved[/] in {seconds:.1f} s: section 7 holds for "
@@ -134,6 +149,8 @@ def _json(
             "status": o.status,
             "seconds": round(o.seconds, 4),
             "detail": o.detail,
+            "rlimit_used": o.rlimit_used,
+            "rlimit": budget(family_of(ob.kind)).rlimit,
         }
         if o.status == REFUTED and o.model is not None:
             row["counterexample"] = render_cti(o, sorts)
@@ -158,4 +175,4 @@ def _json(
     }
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "run"]
+__all__ = ["run"]

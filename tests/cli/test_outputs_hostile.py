@@ -44,7 +44,7 @@ def test_an_output_in_a_missing_folder_is_refused_before_any_work(
         raise AssertionError("the run started before the output path was checked")
 
     monkeypatch.setattr(library, "run_all", no_work)
-    monkeypatch.setattr(check_command, "run_part", no_work)
+    monkeypatch.setattr(check_command, "Scheduler", no_work)
     monkeypatch.setattr(conformance, "conform", no_work)
     missing = tmp_path / "no-such-folder"
     result = CliRunner().invoke(main, [a.format(missing=missing) for a in args])

@@ -138,7 +138,7 @@ def assert_nothing_left(factory: SubprocessSut) -> None:
     assert factory.started, "the test must have started a process"
     for pid in factory.started:
         assert _state(pid) is None, f"SUT process {pid} was not reaped (state {_state(pid)})"
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 30  # a fail-safe: the kill is awaited
         while _group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not _group_alive(pid), f"a process of SUT group {pid} survived teardown"
@@ -150,7 +150,12 @@ def assert_nothing_left(factory: SubprocessSut) -> None:
     assert not zombies, f"zombie children of the test process: {zombies}"
 
 
-def run(factory: SubprocessSut, timeout: float = 2.0) -> tuple[Rule, str]:
+#: The per-call limit where a test expects anything but a hang: long, so that a loaded
+#: machine never turns a slow answer into one (it costs nothing: answers end the wait).
+PATIENT = 30.0
+
+
+def run(factory: SubprocessSut, timeout: float = PATIENT) -> tuple[Rule, str]:
     result = run_schedule(factory, WORLD, SCHEDULE, timeout=timeout)
     assert_nothing_left(factory)
     first = result.first
@@ -163,7 +168,7 @@ def test_a_well_behaved_fake_passes(tmp_path: Path) -> None:
     # It reads the record, the membership and the checkpoints, and withholds
     # (partition A has no checkpoint): honest, so the run is clean.
     factory = fake(tmp_path)
-    result = run_schedule(factory, WORLD, SCHEDULE, timeout=2.0)
+    result = run_schedule(factory, WORLD, SCHEDULE, timeout=PATIENT)
     assert_nothing_left(factory)
     assert result.ok, result.violations
     # hello, hello_ok, publish, 3 calls, 3 replies, publish_ok, shutdown
@@ -188,7 +193,9 @@ def test_hang_hits_the_per_call_time_limit(tmp_path: Path) -> None:
     rule, message = run(fake(tmp_path, reply="time.sleep(60)"), timeout=0.5)
     assert rule is Rule.SUT_HANG
     assert "0.5s" in message
-    assert time.monotonic() - started < 10
+    # Not the SUT's 60 s: the bound only separates "gave up" from "waited it out",
+    # with room for a loaded machine's process start-up.
+    assert time.monotonic() - started < 45
 
 
 def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
@@ -197,7 +204,7 @@ def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
     grandchild = int(marker.read_text())
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30  # a fail-safe: the kill is awaited
     while _state(grandchild) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _state(grandchild) in (None, "Z", "X"), "the SUT's own child outlived the run"
@@ -211,7 +218,7 @@ def test_a_grandchild_in_a_session_of_its_own_is_killed_too(tmp_path: Path) -> N
     assert rule is Rule.SUT_HANG
     daemon = int(marker.read_text())
     assert os.getpgid(daemon) != os.getpgid(os.getpid()) if _state(daemon) else True
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30  # a fail-safe: the kill is awaited
     while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _state(daemon) in (None, "Z", "X"), "a daemonized descendant outlived the run"
@@ -400,15 +407,16 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment(
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
     daemon = int(marker.read_text())
-    deadline = time.monotonic() + 2
-    while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
-        time.sleep(0.02)
     if isolation == "none":
+        # The teardown is over when run() returns: whatever it caught is dead already.
         survived = _state(daemon) not in (None, "Z", "X")
         with contextlib.suppress(ProcessLookupError):
             os.kill(daemon, signal.SIGKILL)
         assert survived, "without a namespace nothing finds it (what docs/robustness.md says)"
     else:
+        deadline = time.monotonic() + 30  # a fail-safe: the namespace's end is awaited
+        while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert _state(daemon) in (None, "Z", "X"), "a daemon outlived its PID namespace"
 
 
@@ -425,9 +433,12 @@ def test_a_line_right_after_hello_ok_is_call_pairing_not_error_handling(
     tmp_path: Path, extra: str
 ) -> None:
     hello = f"HELLO_OK = {HELLO_OK!r}; {EXTRA[extra]}"
+    # The SUT never answers a request, so its extra line (even the late one, 0.2 s after
+    # hello_ok) always arrives first: a long per-call limit keeps a loaded machine from
+    # turning it into a hang, and costs nothing (the line ends the wait).
     # In the error-handling probes (the first exchange after the handshake) ...
     factory = fake(tmp_path, hello=hello, reply="pass")
-    probes = run_probes(factory, frozenset({"publisher"}), timeout=2.0)
+    probes = run_probes(factory, frozenset({"publisher"}), timeout=PATIENT)
     assert_nothing_left(factory)
     assert probes.violations and probes.violations[0].rule is Rule.CALL_PAIRING, probes
     assert "unsolicited" in probes.violations[0].message or "blank" in probes.violations[0].message

@@ -7,6 +7,12 @@ stale read of a write acknowledged before the crash, no unsound claim; every
 event under the final frontier has its durable outcome, and progress resumed to
 the final cut. The fast forms run by default; ``--run-slow`` runs longer ones,
 ``--full-length`` longer still.
+
+No outcome depends on wall time: the chaos is a number of kills, each one waiting
+until its victim has recorded a few store calls in its current life (so it dies
+mid-work however slow the machine), and the server restarts happen after a given
+number of kills. The workers' own deadline is only a fail-safe, far beyond what
+the work needs on a loaded machine.
 """
 
 from __future__ import annotations
@@ -54,19 +60,32 @@ class Report:
     indefinite: int  # store calls cut short: lost reply or killed mid-call
 
 
+#: The workers' deadline, seconds: a fail-safe only (the work takes a fraction of it).
+WORKER_SECONDS = 540.0
+
+
+def _calls_recorded(folder: Path, worker: str) -> int:
+    """How many store calls ``worker`` (one life of a slot) has recorded so far."""
+    path = folder / f"{worker}.jsonl"
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 def run_with_kills(
     workload: Workload,
     folder: Path,
     *,
     publishers: int,
     readers: int,
-    chaos_seconds: float,
-    kill_every: float,
+    kills: int,
     seed: int,
     pace: float,
-    events: dict[float, Callable[[], None]] | None = None,
+    events: dict[int, Callable[[], None]] | None = None,
 ) -> Report:
-    """Run the workload while killing random workers (and running timed ``events``)."""
+    """Run the workload while killing ``kills`` random workers, each after it recorded a
+    few calls in its current life; ``events[k]`` runs once ``k`` kills are done."""
     setup = open_store(workload.location)
     setup.create_stream(workload.stream, workload.membership())
     setup.close()
@@ -83,10 +102,10 @@ def run_with_kills(
         args: tuple[object, ...]
         if slot.startswith("pub"):
             target = publisher_process
-            args = (workload, worker, str(folder), 120.0, 0.0, n, "monotone", 0, 0.02)
+            args = (workload, worker, str(folder), WORKER_SECONDS, 0.0, n, "monotone", 0, 0.02)
         else:
             target = reader_process
-            args = (workload, worker, str(folder), 120.0, 0.0, 1000 * n, 0.05, pace)
+            args = (workload, worker, str(folder), WORKER_SECONDS, 0.0, 1000 * n, 0.05, pace)
         proc = ctx.Process(target=target, args=args)
         proc.start()
         live[slot] = proc
@@ -95,27 +114,30 @@ def run_with_kills(
         spawn(f"pub{i}")
     for i in range(readers):
         spawn(f"read{i}")
-    started = time.monotonic()
     pending = dict(sorted((events or {}).items()))
-    kills = 0
-    while time.monotonic() - started < chaos_seconds:
-        time.sleep(kill_every * rng.uniform(0.3, 1.7))
-        for at in [t for t in pending if time.monotonic() - started >= t]:
+    done = 0
+    while done < kills:
+        for at in [k for k in pending if done >= k]:
             pending.pop(at)()
         running = [slot for slot, p in live.items() if p.is_alive()]
-        if not running:
-            break
+        assert running, f"the work ended after {done} of {kills} kills: make it longer"
         slot = rng.choice(running)
+        victim = f"{slot}.{incarnation[slot]}"
+        calls = rng.randint(1, 8)  # where in its work the victim dies
+        while _calls_recorded(folder, victim) < calls and live[slot].is_alive():
+            time.sleep(0.005)  # a condition polled, not a duration waited out
+        if not live[slot].is_alive():
+            continue  # it finished its work first: choose again
         pid = live[slot].pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         live[slot].join()
-        kills += 1
+        done += 1
         spawn(slot)
     for action in pending.values():
         action()
     for proc in live.values():
-        proc.join(180)
+        proc.join(WORKER_SECONDS + 60)
     assert all(p.exitcode == 0 for p in live.values()), {s: p.exitcode for s, p in live.items()}
     ops = list(read_ops(sorted(folder.glob("*.jsonl"))))
     anomalies = audit_ops(list(ops), truth=lambda _stream: workload.truth()).violations
@@ -124,17 +146,17 @@ def run_with_kills(
         print("  ", anomaly.property, anomaly.message)
     definite = sum(1 for op in ops if op.status is Status.ERROR)
     indefinite = sum(1 for op in ops if op.status is Status.INDEFINITE and op.kind != "attempt")
-    return Report(kills, sum(counts.values()), counts, len(anomalies), definite, indefinite)
+    return Report(done, sum(counts.values()), counts, len(anomalies), definite, indefinite)
 
 
-def assert_recovered(workload: Workload, report: Report, label: str) -> None:
+def assert_recovered(workload: Workload, report: Report, label: str, kills: int) -> None:
     print(
         f"\n{label}: {report.kills} kill -9s, {report.attempts} attempts {report.counts}, "
         f"{report.definite} definite / {report.indefinite} indefinite store failures, "
         f"anomalies: {report.anomalies}"
     )
     assert report.anomalies == 0
-    assert report.kills >= 3
+    assert report.kills == kills >= 3
     store = open_store(workload.location)
     try:
         record = store.read_publication(workload.stream)
@@ -150,13 +172,13 @@ def assert_recovered(workload: Workload, report: Report, label: str) -> None:
         store.close()
 
 
-#: size -> (coordinates per partition, seconds of chaos, mean seconds between kills,
-#: readers' mean rest between passes): the work outlasts the chaos. "slow" is the
-#: --run-slow length (CI), "long" the --full-length one.
+#: size -> (coordinates per partition, kills, readers' mean rest between passes): the
+#: work outlasts the kills (a kill needs its victim to record at most 8 calls). "slow"
+#: is the --run-slow length (CI), "long" the --full-length one.
 SIZES = {
-    "fast": (25, 5.0, 0.35, 0.3),
-    "slow": (80, 25.0, 0.3, 0.8),
-    "long": (150, 60.0, 0.3, 0.8),
+    "fast": (25, 12, 0.3),
+    "slow": (80, 60, 0.8),
+    "long": (150, 150, 0.8),
 }
 
 
@@ -165,7 +187,7 @@ def _slow(length: Length) -> str:
 
 
 def _sqlite(tmp_path: Path, size: str) -> None:
-    coordinates, chaos, every, pace = SIZES[size]
+    coordinates, kills, pace = SIZES[size]
     workload = Workload(str(tmp_path / "crash.db"), coordinates=coordinates, seed=3)
     folder = tmp_path / "history"
     folder.mkdir()
@@ -174,12 +196,11 @@ def _sqlite(tmp_path: Path, size: str) -> None:
         folder,
         publishers=4,
         readers=3,
-        chaos_seconds=chaos,
-        kill_every=every,
+        kills=kills,
         seed=11,
         pace=pace,
     )
-    assert_recovered(workload, report, f"SQLite ({size})")
+    assert_recovered(workload, report, f"SQLite ({size})", kills)
 
 
 def test_kill_9_workers_on_sqlite(tmp_path: Path) -> None:
@@ -192,7 +213,7 @@ def test_kill_9_workers_on_sqlite_long(tmp_path: Path, length: Length) -> None:
 
 
 def _postgres(pg_dsn: str, tmp_path: Path, size: str) -> None:
-    coordinates, chaos, every, pace = SIZES[size]
+    coordinates, kills, pace = SIZES[size]
     schema = fresh_schema(pg_dsn, "crash")
     try:
         workload = Workload(pg_location(pg_dsn, schema), coordinates=coordinates, seed=5)
@@ -203,12 +224,11 @@ def _postgres(pg_dsn: str, tmp_path: Path, size: str) -> None:
             folder,
             publishers=4,
             readers=3,
-            chaos_seconds=chaos,
-            kill_every=every,
+            kills=kills,
             seed=13,
             pace=pace,
         )
-        assert_recovered(workload, report, f"PostgreSQL ({size})")
+        assert_recovered(workload, report, f"PostgreSQL ({size})", kills)
     finally:
         drop_schema(pg_dsn, schema)
 
@@ -264,7 +284,8 @@ def _write_in_flight(dsn: str, schema: str) -> Iterator[int]:
 
 
 def _restarts(server: RestartablePostgres, tmp_path: Path, size: str) -> None:
-    coordinates, chaos, every, pace = SIZES[size]
+    coordinates, kills, pace = SIZES[size]
+    kills //= 2
     workload = Workload(pg_location(server.dsn, "restart"), coordinates=coordinates, seed=9)
     folder = tmp_path / "history"
     folder.mkdir()
@@ -292,16 +313,15 @@ def _restarts(server: RestartablePostgres, tmp_path: Path, size: str) -> None:
         folder,
         publishers=4,
         readers=3,
-        chaos_seconds=chaos,
-        kill_every=every * 2,
+        kills=kills,
         seed=17,
         pace=pace,
-        events={chaos / 3: clean_restart, 2 * chaos / 3: crash_restart},
+        events={kills // 3: clean_restart, 2 * kills // 3: crash_restart},
     )
     assert restarts == ["stop/start", "kill -9/start"]
     assert len(caught) == 2  # each restart cut a worker's write short ...
     assert report.indefinite > 0, "the workers never felt the restarts"  # ... so this holds
-    assert_recovered(workload, report, f"PostgreSQL restarted under load ({size})")
+    assert_recovered(workload, report, f"PostgreSQL restarted under load ({size})", kills)
 
 
 @pytest.mark.postgres

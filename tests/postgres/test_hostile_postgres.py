@@ -99,13 +99,12 @@ def _changed(dsn: str, **params: str) -> str:
     ids=["database", "role", "port", "dns", "sslmode"],
 )
 def test_permanent_refusals_fail_at_once(pg_dsn: str, change: dict[str, str], says: str) -> None:
-    started = time.monotonic()
+    # The pool used to retry these for the whole connect timeout, then report a timeout.
+    # Told apart by what is said, not by how long it took: a refusal retried would end,
+    # after the (long) timeout, as a timeout, without "retrying cannot help".
     with pytest.raises(StoreOpenError) as info:
-        PostgresStore(_changed(pg_dsn, **change), schema=fresh_schema(pg_dsn), connect_timeout=30)
-    elapsed = time.monotonic() - started
+        PostgresStore(_changed(pg_dsn, **change), schema=fresh_schema(pg_dsn), connect_timeout=120)
     assert says in str(info.value) and "retrying cannot help" in str(info.value)
-    # The pool retried these for the whole connect timeout (30 s here).
-    assert elapsed < 15, f"a permanent refusal took {elapsed:.1f}s"
 
 
 def test_a_repeated_or_empty_schema_parameter_is_refused(pg_dsn: str) -> None:

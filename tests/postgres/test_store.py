@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import psycopg
 import pytest
@@ -56,18 +57,37 @@ def test_concurrent_starters_migrate_once(pg_dsn: str, pg_schema: str) -> None:
     assert versions(pg_dsn, pg_schema) == list(range(1, SCHEMA_VERSION + 1))
 
 
+def _blocked_by(watcher: psycopg.Connection[tuple[Any, ...]], pid: int) -> list[int]:
+    """The backends waiting for a lock ``pid`` holds (asked afresh on every call)."""
+    rows = watcher.execute(
+        "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,)
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
 def test_migration_waits_for_the_advisory_lock(pg_dsn: str, pg_schema: str) -> None:
     opened: list[PostgresStore] = []
-    with psycopg.connect(pg_dsn) as holder:
+    with (
+        psycopg.connect(pg_dsn) as holder,
+        psycopg.connect(pg_dsn, autocommit=True) as watcher,
+    ):
         holder.execute("SELECT pg_advisory_xact_lock(%s)", (_migration_lock_key(pg_schema),))
         starter = threading.Thread(
             target=lambda: opened.append(PostgresStore(pg_dsn, schema=pg_schema))
         )
         starter.start()
-        time.sleep(1.0)
+        # Wait for the condition itself: the starter's backend waiting on our lock (the
+        # key is this test's schema, so nothing else can wait on it).
+        holder_pid = holder.info.backend_pid
+        deadline = time.monotonic() + 120  # a fail-safe, never the verdict
+        while not _blocked_by(watcher, holder_pid):
+            assert starter.is_alive(), "the starter finished while the lock was held"
+            assert time.monotonic() < deadline, "the starter never asked for the lock"
+            time.sleep(0.01)
         assert not opened, "the migration ran while another starter held the lock"
+        assert starter.is_alive()
         holder.rollback()  # releases the lock
-    starter.join(30)
+    starter.join(120)
     assert len(opened) == 1 and opened[0].schema_version == SCHEMA_VERSION
     opened[0].close()
 

@@ -35,6 +35,7 @@ from fencepost.properties.proofs import (
     TheoremResult,
     WitnessValue,
 )
+from fencepost.solver import budget
 
 Position = int | Fraction | str
 
@@ -131,6 +132,18 @@ def test_theorem_gets_its_expected_verdict(name: str) -> None:
     assert result.status is THEOREMS[name].expected, (result.detail, result.witness)
     assert result.seconds >= 0
     assert result.statement
+
+
+def test_the_rlimit_table_holds_what_the_theorems_consumed() -> None:
+    """fencepost.solver.budgets pins, per family, the most units one check of
+    ``fencepost prove`` consumed: a Z3 upgrade (or a new encoding) that changes it is
+    noticed here, and the figure remeasured (the failure message gives it)."""
+    peaks: dict[str, int] = {}
+    for name in THEOREMS:
+        result = result_of(name)
+        peaks[result.family] = max(peaks.get(result.family, 0), result.rlimit_used)
+    table = {family: budget(family).measured for family in peaks}
+    assert peaks == table, {f: (peaks[f], table[f]) for f in peaks if peaks[f] != table[f]}
 
 
 def test_registry_covers_every_order_and_both_merge_sizes() -> None:
@@ -369,7 +382,7 @@ def test_unknown_is_reported_as_unknown_never_as_proved() -> None:
     x, p = scope.coordinate("x"), scope.position("event")
     nul = P.z3_string("\x00")
     claim = z3.Implies(p < z3.Concat(x, nul), p <= x)
-    result = P.prove_valid("successor.symbolic", "x+NUL succeeds x", scope, claim, 300, 0.0)
+    result = P.prove_valid("successor.symbolic", "x+NUL succeeds x", scope, claim, 200_000, 0.0)
     assert result.status is Status.UNKNOWN
     assert result.detail and result.witness is None
 

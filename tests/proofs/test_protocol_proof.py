@@ -30,14 +30,17 @@ from fencepost.properties.protocol_lemmas import (
 from fencepost.properties.protocol_logic import Z3Logic
 from fencepost.properties.protocol_proof import (
     CONSECUTION,
+    COUNTEREXAMPLE,
     INITIATION,
     PROVED,
     REFUTED,
     SAFETY,
     Outcome,
+    family_of,
     prove_protocol,
 )
 from fencepost.properties.protocol_relation import Encoder
+from fencepost.solver import budget, metered
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,16 @@ def proof() -> list[Outcome]:
 def test_every_obligation_is_proved(proof: list[Outcome]) -> None:
     bad = [f"{o.obligation.name}: {o.status} {o.detail}" for o in proof if o.status != PROVED]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("kind", [INITIATION, CONSECUTION, SAFETY])
+def test_the_rlimit_table_holds_what_the_proof_consumed(proof: list[Outcome], kind: str) -> None:
+    """fencepost.solver.budgets pins what ``fencepost prove --protocol`` consumes: a Z3
+    upgrade (or a change to the encoding) that changes it is noticed here, and the
+    figure is remeasured (the failure message gives it)."""
+    family = family_of(kind)
+    peak = max(o.rlimit_used for o in proof if o.obligation.kind == kind)
+    assert peak == budget(family).measured, f"{family}: measured {peak:,}, update the table"
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -142,16 +155,28 @@ def test_every_model_mutant_is_listed() -> None:
     assert set(REFUTED_BY) == set(MUTANTS)
 
 
+#: The mutant whose search for a small counterexample is the most expensive: its peak is
+#: the measured figure of ``protocol.counterexample`` (fencepost.solver.budgets).
+COSTLIEST_MUTANT = "epoch-blind"
+
+
 @pytest.mark.parametrize("mutant", sorted(REFUTED_BY))
 def test_each_mutant_breaks_the_induction(mutant: str) -> None:
     expected = REFUTED_BY[mutant]
     refuted = set()
-    for protocol in sorted({p for p, _, _ in expected}):
-        for o in prove_protocol(protocol, mutant=mutant, kinds=(CONSECUTION,)):
-            if o.status == REFUTED:
-                ob = o.obligation
-                refuted.add((ob.protocol, ob.action, ob.lemma))
+    with metered() as peaks:
+        for protocol in sorted({p for p, _, _ in expected}):
+            for o in prove_protocol(protocol, mutant=mutant, kinds=(CONSECUTION,)):
+                if o.status == REFUTED:
+                    ob = o.obligation
+                    refuted.add((ob.protocol, ob.action, ob.lemma))
     assert refuted == expected, (mutant, refuted)
+    # The small-counterexample search stays within its measured figure, and reaches it
+    # for the costliest mutant (the budget is pinned: remeasure it if this moves).
+    measured = budget(COUNTEREXAMPLE).measured
+    assert peaks.get(COUNTEREXAMPLE, 0) <= measured, f"{mutant}: {peaks}"
+    if mutant == COSTLIEST_MUTANT:
+        assert peaks[COUNTEREXAMPLE] == measured, f"{mutant}: {peaks}, update the table"
 
 
 def test_a_counterexample_to_induction_is_told_in_domain_words() -> None:
@@ -211,8 +236,6 @@ def test_a_lemma_dropped_breaks_the_induction(protocol: str, lemma: str) -> None
 @pytest.mark.parametrize("protocol", ["publication", "ingest"])
 def test_every_lemma_is_needed(protocol: str) -> None:
     for lemma in invariant_of(protocol):
-        outcomes = prove_protocol(
-            protocol, without=[lemma.name], kinds=(CONSECUTION, SAFETY), timeout_ms=10_000
-        )
+        outcomes = prove_protocol(protocol, without=[lemma.name], kinds=(CONSECUTION, SAFETY))
         statuses = Counter(o.status for o in outcomes)
         assert statuses[PROVED] < len(outcomes), f"{lemma.name} is not needed in {protocol}"

@@ -38,6 +38,7 @@ from fencepost.properties.protocol_relation import (
     z3_successors,
 )
 from fencepost.properties.protocol_state import normalize
+from fencepost.solver import budget, metered
 
 #: Every n-th reachable state's transitions by default (fewer with --run-slow).
 STRIDE = 25
@@ -151,13 +152,24 @@ def _z3_vs_model(states: list[State], part: str) -> tuple[int, list[str]]:
     return found_total, bad
 
 
+#: The part whose successor queries are the most expensive: its peak here is the measured
+#: figure of ``protocol.successors`` (fencepost.solver.budgets).
+COSTLIEST_PART = "publication"
+
+
 @pytest.mark.parametrize("part", sorted(DEFAULTS))
 def test_successors_z3_finds_are_successors_in_the_model(
     explorations: dict[str, ExploreResult], part: str
 ) -> None:
-    found, bad = _z3_vs_model(_sample(explorations[part], SAMPLES, seed=15), part)
+    with metered() as peaks:
+        found, bad = _z3_vs_model(_sample(explorations[part], SAMPLES, seed=15), part)
     assert not bad, "\n".join(bad[:5])
     assert found > 10
+    # The rlimit table pins what these queries consume (remeasure it if this moves).
+    measured = budget("protocol.successors").measured
+    assert peaks["protocol.successors"] <= measured, peaks
+    if part == COSTLIEST_PART:
+        assert peaks["protocol.successors"] == measured, f"{peaks}, update the table"
 
 
 @pytest.mark.slow
