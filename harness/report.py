@@ -47,9 +47,8 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError, WorldSetup
-from fencepost.inputs.jsonlines import (
-    MessageError,
-)
+from fencepost.inputs.files import NotRegularFile, open_regular
+from fencepost.inputs.jsonlines import MessageError, decode_line
 from fencepost.judge.values import BadValue
 
 REGRESSION_VERSION = 1
@@ -405,8 +404,10 @@ MAX_REGRESSION_BYTES = 16 << 20
 def _read_bounded(path: Path) -> str:
     """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_REGRESSION_BYTES + 1)
+    except NotRegularFile as exc:
+        raise RegressionError(f"{path}: {exc.reason}") from None
     except OSError as exc:
         raise RegressionError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_REGRESSION_BYTES:
@@ -419,6 +420,13 @@ def _read_bounded(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def _problem(exc: MessageError) -> str:
+    """The one JSON-lines reader's refusal, without its ``line`` prefix."""
+    if exc.field == "line":
+        return exc.problem
+    return f"{exc.field.removeprefix('line.')}: {exc.problem}"
 
 
 def _names_in(action: Action) -> list[tuple[str, str]]:
@@ -444,13 +452,9 @@ def load_regression(path: Path) -> Regression:
     objects: list[tuple[int, dict[str, object]]] = []
     for number, line in numbered:
         try:
-            obj = json.loads(line)
-        except RecursionError:
-            raise RegressionError(f"{path}:{number}: nested too deeply to be a step") from None
-        except ValueError as exc:
-            raise RegressionError(f"{path}:{number}: not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise RegressionError(f"{path}:{number}: each line is a JSON object")
+            obj = decode_line(line)
+        except MessageError as exc:
+            raise RegressionError(f"{path}:{number}: {_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:
