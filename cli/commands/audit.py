@@ -2,10 +2,12 @@
 
 Exit codes: 0 every property decidable from the log holds; 1 a violation, shown
 as the shortest fragment that breaks it, drawn as a timeline; 2 an unreadable
-log (``file:line``) or a usage error; 3 fencepost's own error; 4 undecided: no
-violation was found, but some register ran out of ``--budget``, or the recorder
-dropped lines (full disk), so the log cannot be said to be correct. A CI job
-that must not pass an unchecked history treats 4 as a failure.
+log (``file:line``), a path that is a FIFO or a device, or a usage error; 3
+fencepost's own error; 4 undecided: no violation was found, but some register
+ran out of ``--budget``, the recorder dropped lines (full disk), a segment is
+missing, a worker's clock went back, or the log holds no operation at all, so
+the log cannot be said to be correct. A CI job that must not pass an unchecked
+history treats 4 as a failure.
 """
 
 from __future__ import annotations
@@ -106,8 +108,6 @@ def _print(report: AuditReport) -> None:
         f"audited {report.operations:,} operations on {report.streams:,} stream(s) from "
         f"{report.files} file(s) in {report.seconds:.2f} s ({rate:,.0f} operations/s)"
     )
-    if not report.operations:
-        click.echo("  note: the log holds no operation: nothing was checked")
     if report.unfinished:
         click.echo(
             f"  {report.unfinished} call(s) never completed (process killed in the call): "
@@ -131,6 +131,8 @@ def _print(report: AuditReport) -> None:
         )
     for u in report.undecided:
         click.echo(f"  undecided: {u}")
+    for doubt in report.doubts:
+        click.echo(f"  undecided: {doubt}")
     code = report.exit_code
     if code == 1:
         props = sorted({v.property for v in violations})
@@ -151,7 +153,7 @@ def _as_json(report: AuditReport) -> dict[str, Any]:
         "torn": report.torn,
         "unfinished": report.unfinished,
         "violations": [timeline_of(v).to_json() for v in report.violations],
-        "undecided": report.undecided,
+        "undecided": [*report.undecided, *report.doubts],
         "incomplete": {s.stream: s.dropped for s in report.incomplete},
         "notes": {s.stream: s.notes for s in report.verdicts if s.notes},
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -170,14 +171,75 @@ def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> N
     log.close()
     lines = lines_of(log)
     assert [x["op"] for x in lines] == [
+        "segment",
         "create_stream",
         "create_stream",
         "dropped",
         "read_publication",
     ]
-    assert lines[2]["result"] == {"lines": 2}
+    assert lines[3]["result"] == {"lines": 2}
     report = audit([tmp_path / "audit.log"])
     assert report.exit_code == 4 and [s.stream for s in report.incomplete] == [STREAM]
+
+
+def test_a_disk_full_to_the_end_still_says_so_in_the_segment_line(tmp_path: Path) -> None:
+    """No line can be appended after the disk filled: the drops are written into the
+    segment line in place (it is padded for them), and the audit is undecided (exit 4)."""
+    full = {"on": False}
+
+    def write(fd: int, data: bytes) -> int:
+        if full["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.write(fd, data)
+
+    log = LogWriter(tmp_path / "audit.log", write=write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    store.create_stream("other", SimulatedSource(2, 1, 5).membership())
+    size = (tmp_path / "audit.log").stat().st_size
+    full["on"] = True
+    for _ in range(3):
+        store.read_publication(STREAM)
+    store.read_publication("other")
+    log.close()  # the dropped lines cannot be appended: the disk is still full
+    assert (tmp_path / "audit.log").stat().st_size == size  # not one byte more
+    head = lines_of(log)[0]
+    assert head["op"] == "segment" and head["result"] == {
+        "dropped": {STREAM: 3, "other": 1},
+        "unnamed": 0,
+    }
+    report = audit([tmp_path / "audit.log"])
+    assert report.exit_code == 4
+    assert {s.stream: s.dropped for s in report.incomplete} == {STREAM: 3, "other": 1}
+    # Teeth: without the segment line's counts the same log audits clean.
+    cleared = (tmp_path / "audit.log").read_text().replace('"dropped":{"s":3,"other":1}', '"dropped":{}')
+    (tmp_path / "cleared.log").write_text(cleared)
+    assert audit([tmp_path / "cleared.log"]).exit_code == 0
+
+
+def test_more_streams_than_the_segment_line_can_name_make_every_stream_incomplete(
+    tmp_path: Path,
+) -> None:
+    full = {"on": False}
+
+    def write(fd: int, data: bytes) -> int:
+        if full["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return os.write(fd, data)
+
+    log = LogWriter(tmp_path / "audit.log", write=write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    full["on"] = True
+    for i in range(100):
+        with contextlib.suppress(Exception):
+            store.read_publication(f"a-stream-with-a-long-name-{i}")
+    log.close()
+    head = lines_of(log)[0]
+    assert head["result"] == {"dropped": {}, "unnamed": 100}
+    report = audit([tmp_path / "audit.log"])
+    assert report.exit_code == 4 and report.unnamed_drops == 100
+    assert any("could not name" in d for d in report.doubts)
 
 
 def test_dev_full(tmp_path: Path) -> None:
