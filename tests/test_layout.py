@@ -33,7 +33,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "impl": frozenset(),
     "inputs": frozenset(),
     "judge": frozenset({"inputs"}),
-    "harness": frozenset({"judge", "inputs"}),
+    "harness": frozenset({"judge", "inputs", "reports"}),
     "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
     "sut": frozenset({"impl", "mutants", "harness", "inputs"}),

@@ -136,7 +136,7 @@ def command(
             for detail in r.details:
                 out.print(detail, markup=False, soft_wrap=True)
     if junit is not None:
-        write_output(junit, junit_xml(run.results))
+        write_output(junit, junit_xml(run.results), "--junit")
     if wants_report(html, summary_md):
         from fencepost.views.check import check_report
 

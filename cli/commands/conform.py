@@ -19,7 +19,13 @@ import click
 
 from fencepost.harness.protocol import LEVELS
 from fencepost.harness.rules import HarnessError
-from fencepost.views.output import check_output, report_options, wants_report, write_outputs
+from fencepost.views.output import (
+    OutputError,
+    check_output,
+    report_options,
+    wants_report,
+    write_outputs,
+)
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -293,18 +299,22 @@ def _emit(
         click.echo(json.dumps(report_json(report), indent=2))
     else:
         click.echo(render_summary(report, shown))
+    option = "--junit"
     try:
         if junit is not None:
             write_junit(junit, report, shown)
+        option = "--report"
         if report_dir is not None:
             write_report_dir(report_dir, report, shown)
+        option = "--save"
         if save is not None and report.failures:
             # A folder keeps every failure; a file name keeps the first.
             for failure in report.failures if save.is_dir() else report.failures[:1]:
                 saved = save_regression(save, failure, report.sut)
                 click.echo(f"saved regression file: {saved}", err=True)
     except OSError as exc:
-        raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
+        where = exc.filename or {"--junit": junit, "--report": report_dir, "--save": save}[option]
+        raise OutputError(option, where, exc) from None
 
 
 class _Progress:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from xml.etree import ElementTree
 
 import click
 from rich.console import Console
@@ -48,39 +47,19 @@ def _targets(choice: str, sut: str | None) -> tuple[str, ...]:
 
 
 def _junit(results: list[object]) -> str:
-    from fencepost.harness.report import xml_text
+    """One test case per scenario and target, by the one JUnit writer."""
+    from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
     from fencepost.scenarios.outcome import TargetResult
 
-    suite = ElementTree.Element("testsuite", name="fencepost scenarios")
-    failures = skipped = errors = 0
-    total = 0.0
+    kinds = {"fail": "failure", "error": "error", "skip": "skipped"}
+    cases = []
     for r in results:
         assert isinstance(r, TargetResult)
-        case = ElementTree.SubElement(
-            suite,
-            "testcase",
-            classname=f"scenarios.{r.target}",
-            name=r.scenario,
-            time=f"{r.seconds:.3f}",
-        )
-        total += r.seconds
-        if r.status == "fail":
-            failures += 1
-            # A SUT's words are untrusted: only characters XML can carry.
-            node = ElementTree.SubElement(case, "failure", message=xml_text(r.detail))
-            node.text = xml_text("\n".join(r.narrative))
-        elif r.status == "error":
-            errors += 1
-            ElementTree.SubElement(case, "error", message=xml_text(r.detail))
-        elif r.status == "skip":
-            skipped += 1
-            ElementTree.SubElement(case, "skipped", message=xml_text(r.detail))
-    suite.set("tests", str(len(results)))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    suite.set("skipped", str(skipped))
-    suite.set("time", f"{total:.3f}")
-    return ElementTree.tostring(suite, encoding="unicode")
+        kind = kinds.get(r.status)
+        text = "\n".join(r.narrative) if kind == "failure" else None
+        outcome = None if kind is None else Outcome(kind, r.detail, None, text)
+        cases.append(Case(f"scenarios.{r.target}", r.scenario, r.seconds, outcome))
+    return junit_xml(Suite("fencepost scenarios", tuple(cases)))
 
 
 @click.command(name="scenarios")
@@ -178,7 +157,7 @@ def command(
     results = run_all(library.scenarios, options)
     failed = [r for r in results if not r.ok]
     if junit is not None:
-        write_output(junit, _junit(list(results)))
+        write_output(junit, _junit(list(results)), "--junit")
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(
