@@ -22,6 +22,7 @@ import click
 from fencepost.audit.log import LogError
 from fencepost.audit.run import AuditReport, audit
 from fencepost.audit.timeline import render_text, timeline_of
+from fencepost.reports.text import printable
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: At most this many violations are drawn in text (all are in --json).
@@ -82,7 +83,7 @@ def command(
             logs, policy=policy, budget=budget, memory_ops=memory_ops, clock_skew=clock_skew
         )
     except LogError as exc:
-        click.echo(f"error: {exc.where}: {exc.problem}", err=True)
+        click.echo(printable(f"error: {exc.where}: {exc.problem}"), err=True)
         raise SystemExit(2) from None
     except OSError as exc:
         click.echo(f"error: cannot read {exc.filename or 'the log'}: {exc.strerror}", err=True)
@@ -102,45 +103,51 @@ def command(
     raise SystemExit(report.exit_code)
 
 
+def _say(text: str = "") -> None:
+    """A line for the terminal: what the log holds is untrusted (controls, invisible and
+    direction-changing characters shown as escapes)."""
+    click.echo(printable(text))
+
+
 def _print(report: AuditReport) -> None:
     rate = report.operations / report.seconds if report.seconds else 0.0
-    click.echo(
+    _say(
         f"audited {report.operations:,} operations on {report.streams:,} stream(s) from "
         f"{report.files} file(s) in {report.seconds:.2f} s ({rate:,.0f} operations/s)"
     )
     if report.unfinished:
-        click.echo(
+        _say(
             f"  {report.unfinished} call(s) never completed (process killed in the call): "
             "taken as indefinite"
         )
     for where in report.torn:
-        click.echo(f"  {where}: a last line cut short (killed while writing it): skipped")
+        _say(f"  {where}: a last line cut short (killed while writing it): skipped")
     violations = report.violations
     for v in violations[:SHOWN]:
-        click.echo("")
-        click.echo(render_text(timeline_of(v)))
+        _say("")
+        _say(render_text(timeline_of(v)))
     if len(violations) > SHOWN:
-        click.echo(f"\n... and {len(violations) - SHOWN} more violation(s) (--json shows all)")
+        _say(f"\n... and {len(violations) - SHOWN} more violation(s) (--json shows all)")
     notes = [f"{s.stream}: {n}" for s in report.verdicts for n in s.notes]
     for note in notes[:20]:
-        click.echo(f"  note: {note}")
+        _say(f"  note: {note}")
     for s in report.incomplete:
-        click.echo(
+        _say(
             f"  stream {s.stream}: the recorder dropped {s.dropped} line(s) (disk full): "
             "its history is incomplete"
         )
     for u in report.undecided:
-        click.echo(f"  undecided: {u}")
+        _say(f"  undecided: {u}")
     for doubt in report.doubts:
-        click.echo(f"  undecided: {doubt}")
+        _say(f"  undecided: {doubt}")
     code = report.exit_code
     if code == 1:
         props = sorted({v.property for v in violations})
-        click.echo(f"\nverdict: {len(violations)} violation(s): {', '.join(props)}")
+        _say(f"\nverdict: {len(violations)} violation(s): {', '.join(props)}")
     elif code == 4:
-        click.echo("\nverdict: undecided (no violation found, but the log could not be decided)")
+        _say("\nverdict: undecided (no violation found, but the log could not be decided)")
     else:
-        click.echo("\nverdict: every property decidable from the log holds")
+        _say("\nverdict: every property decidable from the log holds")
 
 
 def _as_json(report: AuditReport) -> dict[str, Any]:

@@ -250,3 +250,20 @@ def test_the_audit_runs_under_ulimit_n_16(tmp_path: Path) -> None:
         preexec_fn=limit,
     )
     assert old.returncode == 2 and "Too many open files" in old.stderr
+
+
+def test_invisible_characters_in_a_log_are_escaped_on_the_terminal(tmp_path: Path) -> None:
+    """An op_id carrying U+202E (Trojan Source) is shown as U+202E, never raw."""
+    h = H()
+    h.write("w\u2066", 1, 2, 0, through(1), "w-\u202e1-etirw")
+    h.read("r", 3, 4, INITIAL)  # stale: the violation's timeline names the write
+    log = write_log(tmp_path / "bidi.log", [json.dumps(op_to_json(op)) for op in h.ops])
+    done = fencepost(str(log))
+    assert done.returncode == 1
+    assert "\u202e" not in done.stdout and "\u2066" not in done.stdout
+    assert "w-U+202E1-etirw" in done.stdout and "wU+2066" in done.stdout
+    bad = tmp_path / "field.log"
+    bad.write_text('{"v": 1, "\u202ex": 1}\n')
+    refused = fencepost(str(bad))
+    assert refused.returncode == 2 and "\u202e" not in refused.stderr
+    assert "U+202Ex: unknown field" in refused.stderr

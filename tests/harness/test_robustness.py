@@ -367,6 +367,54 @@ def test_untrusted_strings_never_break_a_report(tmp_path: Path) -> None:
         path.read_text(encoding="utf-8")  # every file is valid UTF-8
 
 
+def test_invisible_characters_and_links_from_a_sut_are_neutral_in_every_output(
+    tmp_path: Path,
+) -> None:
+    """U+202E and U+2066 (Trojan Source) from a SUT are shown as U+XXXX in the terminal,
+    JUnit, the report folder, the HTML page and the Markdown summary; a URL it sends never
+    becomes a link in the Markdown; --json escapes them too."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fencepost.cli import main
+
+    hostile = (
+        'sys.stdout.write(\'{"type": "hello_ok", "protocol": 1, '
+        '"name": "evil\\\\u202egnp.exe", "levels": ["publisher"]}\\n\'); '
+        "sys.stdout.flush()"
+    )
+    error = (
+        'sys.stdout.write(\'{"type": "error", "id": \' + str(rid) + \', "message": '
+        '"see https://evil.example/x www.evil.example me@evil.example op\\\\u2066-1"}\\n\'); '
+        "sys.stdout.flush()"
+    )
+    factory = fake(tmp_path, hello=hostile, publish=error)
+    out = {name: tmp_path / name for name in ("junit.xml", "page.html", "summary.md")}
+    report = tmp_path / "report"
+    args = ["conform", "--levels", "publisher", "--schedules", "0", "--depth", "0"]
+    args += ["--junit", str(out["junit.xml"]), "--report", str(report)]
+    args += ["--html", str(out["page.html"]), "--summary-md", str(out["summary.md"])]
+    result = CliRunner().invoke(main, [*args, "--", *factory.argv])
+    assert result.exit_code == 1, result.output
+    texts = {"terminal": result.output}
+    texts |= {name: path.read_text(encoding="utf-8") for name, path in out.items()}
+    texts |= {p.name: p.read_text(encoding="utf-8") for p in report.iterdir()}
+    for name, text in texts.items():
+        assert "\u202e" not in text and "\u2066" not in text, name
+    for name in ("terminal", "page.html", "summary.md", "summary.txt"):
+        assert "evilU+202Egnp.exe" in texts[name], name
+    for name in ("terminal", "junit.xml", "page.html", "summary.txt"):
+        assert "opU+2066-1" in texts[name], name
+    md = texts["summary.md"]
+    assert "://" not in md and "www." not in md and "@evil" not in md
+    assert "https&#58;//evil.example/x" in md and "www&#46;evil.example" in md
+    as_json = CliRunner().invoke(main, [*args[:7], "--json", "--", *factory.argv])
+    assert "\u202e" not in as_json.output and json.loads(as_json.output)["sut_name"].endswith(
+        "\u202egnp.exe"
+    )
+
+
 def test_a_lone_surrogate_from_a_sut_is_a_schema_failure_not_a_crash(tmp_path: Path) -> None:
     read = (
         'sys.stdout.write(\'{"type": "call", "call_id": "c\\\\ud800", "op": '
