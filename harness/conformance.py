@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -77,6 +78,26 @@ Progress = Callable[[str, int, int | None], None]
 
 def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
+
+
+#: The shortest and the longest time (seconds) a SUT may be given to answer a message.
+#: Below the shortest a correct SUT is judged by the machine's load, not by what it does (a
+#: process needs a scheduler tick or two to answer; ``--timeout 1e-9`` failed every SUT);
+#: above the longest the clock arithmetic overflows.
+TIMEOUT_RANGE = (0.5, 86400.0)
+#: The most random schedules one run may ask for (a million runs take days already).
+MAX_SCHEDULES = 1_000_000
+
+
+def timeout_problem(seconds: float) -> str | None:
+    """Why ``seconds`` cannot be a SUT's time limit, or None when it can (NaN and inf can't)."""
+    low, high = TIMEOUT_RANGE
+    if not math.isfinite(seconds) or not low <= seconds <= high:
+        return (
+            f"{seconds!r} is not a number of seconds from {low:g} to {high:g}; below "
+            f"{low:g} s a correct SUT fails on a busy machine"
+        )
+    return None
 
 
 @dataclass(frozen=True)

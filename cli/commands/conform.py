@@ -9,7 +9,6 @@ Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
 from __future__ import annotations
 
 import json
-import math
 import shlex
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from fencepost.harness.conformance import MAX_SCHEDULES, TIMEOUT_RANGE, timeout_problem
 from fencepost.harness.protocol import LEVELS
 from fencepost.harness.rules import HarnessError
 from fencepost.views.output import (
@@ -56,7 +56,7 @@ def _levels(value: str) -> frozenset[str]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the search.")
 @click.option(
     "--schedules",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_SCHEDULES),
     default=20,
     show_default=True,
     help="Random schedules to run after the exhaustive ones.",
@@ -73,7 +73,8 @@ def _levels(value: str) -> frozenset[str]:
     type=float,
     default=10.0,
     show_default=True,
-    help="Seconds the SUT gets to answer each message.",
+    help=f"Seconds the SUT gets to answer each message ({TIMEOUT_RANGE[0]:g} to "
+    f"{TIMEOUT_RANGE[1]:g}).",
 )
 @click.option(
     "--depth",
@@ -147,10 +148,16 @@ def command(
         raise click.UsageError(
             "give the SUT command after --, e.g. fencepost conform -- fencepost sut"
         )
-    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        raise click.BadParameter(
-            f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}", param_hint="--timeout"
-        )
+    problem = timeout_problem(timeout)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="--timeout")
+    if replay is not None:
+        from fencepost.harness.seeds import family_of
+
+        try:
+            family_of(replay)
+        except ValueError as exc:
+            raise click.BadParameter(f"{exc}: no case has this seed", param_hint="--replay") from None
     _check_outputs(junit, report_dir, save)
     check_output(html, "--html")
     check_output(summary_md, "--summary-md")
@@ -186,10 +193,6 @@ def command(
 
         write_outputs(conform_report(report, shown), html, summary_md)
     sys.exit(0 if report.ok else 1)
-
-
-#: The longest --timeout: a day (larger values only overflow the clock arithmetic).
-MAX_TIMEOUT = 86400.0
 
 
 #: The exit status of an internal error: fencepost broke, the SUT was not judged.

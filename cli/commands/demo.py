@@ -62,7 +62,8 @@ EXIT_STORE = 2
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     """A FloatRange lets NaN through (every comparison with it is false): refuse it."""
     if value != value:
-        raise click.BadParameter("a number of seconds, not NaN", ctx, param)
+        unit = "a share of responses" if param.name == "lose_responses" else "a number of seconds"
+        raise click.BadParameter(f"{unit}, not NaN", ctx, param)
     return value
 
 
@@ -169,6 +170,7 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
 @click.option(
     "--lose-responses",
     type=click.FloatRange(0, 0.5),
+    callback=_finite,
     default=0.0,
     show_default=True,
     help="Share of store responses lost (half after the call applied).",
