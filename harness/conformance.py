@@ -29,10 +29,13 @@ The result is plain data (:class:`ConformReport`); rendering it is
 from __future__ import annotations
 
 import dataclasses
-import random
 import math
+import random
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from fencepost.harness.algebra import (
@@ -179,6 +182,9 @@ class ConformReport:
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
+    #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
+    #: and no verdict.
+    interrupted: str | None = None
 
     def warnings(self) -> tuple[str, ...]:
         """Situations the tested levels can reach that no run exercised."""
@@ -186,7 +192,7 @@ class ConformReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failures and self.problem is None
+        return not self.failures and self.problem is None and self.interrupted is None
 
     @property
     def messages(self) -> int:
@@ -375,6 +381,8 @@ class _Phases:
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        #: The phase running now (None between phases).
+        self.running: str | None = None
 
     @property
     def stop(self) -> bool:
@@ -384,6 +392,7 @@ class _Phases:
     def _ended(
         self, name: str, runs: int, messages: int, started: float, failure: Failure | None
     ) -> None:
+        self.running = None
         self.done.append(
             Phase(name, runs, messages, time.monotonic() - started, failure is not None)
         )
@@ -391,7 +400,7 @@ class _Phases:
             self.failures.append(dataclasses.replace(failure, phase=name))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
-        name = PROBES_PHASE
+        name = self.running = PROBES_PHASE
         started = time.monotonic()
         self.progress(name, 0, 1)
         result = run_probes(factory, levels, timeout=self.options.timeout)
@@ -408,6 +417,7 @@ class _Phases:
         self._ended(name, 1, result.messages, started, failure)
 
     def run(self, name: str, cases: list[int], factory: SutFactory) -> None:
+        self.running = name
         started = time.monotonic()
         messages = 0
         for i, seed in enumerate(cases):
@@ -431,7 +441,7 @@ class _Phases:
         self._ended(name, len(cases), messages, started, None)
 
     def exhaustive(self, base: str, factory: SutFactory) -> None:
-        name = exhaustive_phase(base, self.options.depth)
+        name = self.running = exhaustive_phase(base, self.options.depth)
         started = time.monotonic()
         messages = runs = 0
         for case, result in exhaustive(
@@ -565,8 +575,12 @@ def conform(
         used = pool
     phases = _Phases(progress, options, integers)
 
-    def report(problem: str | None = None) -> ConformReport:
-        if pool is not None:
+    def report(problem: str | None = None, interrupted: str | None = None) -> ConformReport:
+        if interrupted is not None:  # no graceful shutdowns, no confirming runs: stop now
+            if pool is not None:
+                pool.abandon()
+            factory.close()
+        elif pool is not None:
             pool.close()
             for p in pool.problems:
                 phases.failures.append(
@@ -595,15 +609,34 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            interrupted=interrupted,
         )
 
+    try:
+        return _run_phases(options, phases, used, declared, tested, broken, report)
+    except KeyboardInterrupt:
+        with _no_second_interrupt():
+            return report(interrupted=phases.running or "between phases")
+
+
+def _run_phases(
+    options: ConformOptions,
+    phases: _Phases,
+    used: SutFactory,
+    declared: tuple[str, ...],
+    tested: tuple[str, ...],
+    broken: Failure | None,
+    report: Callable[..., ConformReport],
+) -> ConformReport:
+    """Every phase of :func:`conform`, in order; ``report`` builds the report."""
+    declared_levels = ", ".join(sorted(options.levels))
     if broken is not None:
         phases.failures.append(broken)
         return report()
     if not tested:
         return report(
-            f"the SUT implements {', '.join(declared) or 'no level'}; none of the requested "
-            f"levels ({', '.join(sorted(options.levels))}) can be tested",
+            f"the SUT implements {', '.join(declared) or 'no level'}; none of the "
+            f"requested levels ({declared_levels}) can be tested",
         )
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= set(tested)]
     rng = random.Random(options.seed)
@@ -635,6 +668,20 @@ def conform(
         if wanted("random schedules"):
             phases.run("random schedules", seeds, used)
     return report()
+
+
+@contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """SIGINT ignored while a Ctrl-C is being handled (every SUT process being ended): a
+    second one must not leave processes behind. Main thread only, where signals go."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def replay(

@@ -110,6 +110,15 @@ class SutPool:
         """Kill a process that cannot be reused (it failed, or a request is in progress)."""
         channel.close(0.3)
 
+    def abandon(self) -> None:
+        """Kill every kept process at once, with no shutdown message (a Ctrl-C: no verdict
+        is reached, so nobody waits for a graceful exit)."""
+        for channels in self._idle.values():
+            for channel in channels:
+                channel.close(0.0)
+        self._idle.clear()
+        self.factory.close()
+
     def close(self) -> None:
         """Shut every kept process down; remember each that did not exit with status 0."""
         for worker, channels in sorted(self._idle.items()):

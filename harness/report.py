@@ -100,6 +100,12 @@ def render_failure(failure: Failure, command: str, *, transcript: bool = True) -
 def render_summary(report: ConformReport, command: str) -> str:
     """The plain-text summary ``fencepost conform`` prints on stdout."""
     verdict = "CONFORMANT" if report.ok else "NOT CONFORMANT"
+    if report.interrupted is not None:
+        verdict = (
+            f"INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict; every SUT process was "
+            f"ended; what ran before ({len(report.phases)} phase(s) done"
+            f"{', failures found so far below' if report.failures else ''}):"
+        )
     rate = report.messages / report.seconds if report.seconds > 0 else 0.0
     out = [
         f"fencepost conform: {verdict}",
@@ -185,6 +191,7 @@ def failure_json(failure: Failure) -> dict[str, object]:
 def report_json(report: ConformReport) -> dict[str, object]:
     return {
         "conformant": report.ok,
+        "interrupted": report.interrupted,
         "sut": report.sut,
         "sut_name": report.sut_name,
         "declared": list(report.declared),

@@ -427,6 +427,9 @@ class SubprocessSut:
         self._spare: collections.deque[tuple[subprocess.Popen[bytes], IO[bytes], str]] = (
             collections.deque()
         )
+        #: Every process started and not yet seen ended: what :meth:`close` ends, whoever
+        #: holds it (a run interrupted by Ctrl-C included).
+        self._live: list[tuple[subprocess.Popen[bytes], str]] = []
 
     @property
     def description(self) -> str:
@@ -435,6 +438,8 @@ class SubprocessSut:
     def _new(self) -> tuple[subprocess.Popen[bytes], IO[bytes], str]:
         proc, stderr, token = _spawn(self.argv, self.env)
         self.started.append(proc.pid)
+        self._live = [(p, t) for p, t in self._live if p.returncode is None]
+        self._live.append((proc, token))
         return proc, stderr, token
 
     def start(self, worker: str) -> Channel:
@@ -444,10 +449,16 @@ class SubprocessSut:
         return SubprocessChannel(proc, stderr, worker, token)
 
     def close(self) -> None:
+        """Kill the spare processes, and every other one still running (with its group and
+        its escaped descendants): nothing this factory started outlives it."""
         while self._spare:
             proc, stderr, token = self._spare.popleft()
             _kill(proc, token)
             stderr.close()
+        for proc, token in self._live:
+            if proc.poll() is None:
+                _kill(proc, token)
+        self._live.clear()
 
     def __enter__(self) -> SubprocessSut:
         return self

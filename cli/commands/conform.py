@@ -1,8 +1,10 @@
 """``fencepost conform``: test any implementation through the JSON-lines protocol.
 
 Exit status: 0 conformant, 1 not conformant (a property or protocol rule
-broken, or none of the requested levels implemented), 2 usage error, 3 an
-internal error of fencepost (no verdict; the message says how to reproduce it).
+broken, or none of the requested levels implemented), 2 usage error (or an
+output that could not be written), 3 an internal error of fencepost (no verdict;
+the message says how to reproduce it), 130 interrupted by Ctrl-C (SIGINT): every
+SUT process is ended and the summary shows the phases that ran before it.
 Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -185,6 +188,14 @@ def command(
                 report = conform(factory, options, progress.update)
     except HarnessError as error:
         _internal_error(error, shown)
+    except KeyboardInterrupt:  # before the phases began, or in a replay: nothing to report
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        factory.close()
+        click.echo(
+            "fencepost conform: INTERRUPTED (Ctrl-C) before any phase ended: no verdict; "
+            "every SUT process was ended"
+        )
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         factory.close()
     _emit(report, shown, as_json, junit, report_dir, save)
@@ -192,7 +203,13 @@ def command(
         from fencepost.views.conform import conform_report
 
         write_outputs(conform_report(report, shown), html, summary_md)
+    if report.interrupted is not None:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if report.ok else 1)
+
+
+#: The exit status after a Ctrl-C (SIGINT): 128 + 2, as shells report a process it stopped.
+EXIT_INTERRUPTED = 130
 
 
 #: The exit status of an internal error: fencepost broke, the SUT was not judged.
