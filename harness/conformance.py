@@ -68,7 +68,7 @@ from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
 from fencepost.harness.seeds import FAMILIES, FAMILY_LEVELS, ExhaustiveCase, family_of, seed_for
 from fencepost.harness.shrink import shrink
-from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory, ending_problem
 from fencepost.harness.world import WorldSetup
 from fencepost.inputs.jsonlines import (
     MessageError,
@@ -254,13 +254,9 @@ def greet(factory: SutFactory, timeout: float) -> tuple[HelloOk | None, Failure 
         lines.append(TranscriptLine(0, "probe", "->", bye))
         channel.send(bye, timeout)
         status = channel.close(SHUTDOWN_GRACE)
-        if status != 0:
-            how = (
-                "did not exit after shutdown (killed)"
-                if status is None
-                else f"exited with status {status} after shutdown"
-            )
-            return msg, failed(Rule.SHUTDOWN, how)
+        problem = ending_problem(channel, status, SHUTDOWN_GRACE)
+        if problem is not None:
+            return msg, failed(*problem)
         return msg, None
     except SutFailure as failure:
         return None, failed(failure.rule, failure.message)

@@ -51,6 +51,16 @@ def marked(mark: str, command: bytes = b"") -> set[int]:
     return found
 
 
+def describe(pid: int) -> str:
+    """A leftover process in words (for the failure message)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return f"{cmdline.strip()} (state {stat[0]}, parent {stat[1]}, group {stat[2]})"
+    except OSError:
+        return "gone"
+
+
 def wait_for(condition: Callable[[], bool], what: str, deadline: float = 120.0) -> None:
     end = time.monotonic() + deadline
     while not condition():
@@ -94,6 +104,7 @@ def test_ctrl_c_ends_every_sut_process_and_prints_what_ran(isolation: str) -> No
             run.kill()
             run.communicate()
         left = marked(mark)
+        described = {pid: describe(pid) for pid in left}
         for pid in left:  # only what this test started (it carries the test's own mark)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -103,4 +114,4 @@ def test_ctrl_c_ends_every_sut_process_and_prints_what_ran(isolation: str) -> No
     assert "no verdict; every SUT process was ended" in first and "phase(s) done" in first
     assert "  total: " in out and "situation coverage" in out
     assert "Aborted!" not in out + err and "Traceback" not in err
-    assert left == set()  # nothing the run started outlives it
+    assert left == set(), described  # nothing the run started outlives it

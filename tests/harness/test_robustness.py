@@ -65,9 +65,11 @@ def next_read(msg, done):
 
 
 def sleeper(marker, env=None, **options):
-    # Writes its pid as the host sees it (/proc is the host's), then becomes `sleep 100`;
-    # returns once the pid is written, so the test always finds it.
-    code = ("import os, sys; open(sys.argv[1] + '.tmp', 'w').write(os.readlink('/proc/self')); "
+    # Writes its pid as the host sees it (/proc is the host's) and whether it leads a session
+    # of its own (it left the SUT's), then becomes `sleep 100`; returns once that is written,
+    # so the test always finds it.
+    code = ("import os, sys; leader = int(os.getsid(0) == os.getpid()); "
+            "open(sys.argv[1] + '.tmp', 'w').write('%s %d' % (os.readlink('/proc/self'), leader)); "
             "os.rename(sys.argv[1] + '.tmp', sys.argv[1]); os.execvp('sleep', ['sleep', '100'])")
     subprocess.Popen([sys.executable, "-c", code, marker], env=env, **options)
     while not os.path.exists(marker):
@@ -189,7 +191,8 @@ def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
     spawn = f"sleeper({str(marker)!r}); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    grandchild = int(marker.read_text())
+    grandchild, leader = map(int, marker.read_text().split())
+    assert leader == 0  # it stayed in the SUT's session: the group kill is what ended it
     deadline = time.monotonic() + 2
     while _state(grandchild) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -202,8 +205,8 @@ def test_a_grandchild_in_a_session_of_its_own_is_killed_too(tmp_path: Path) -> N
     spawn = f"sleeper({str(marker)!r}, start_new_session=True); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    daemon = int(marker.read_text())
-    assert os.getpgid(daemon) != os.getpgid(os.getpid()) if _state(daemon) else True
+    daemon, leader = map(int, marker.read_text().split())
+    assert leader == 1  # recorded while it lived: it had left the SUT's session and group
     deadline = time.monotonic() + 2
     while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -439,7 +442,8 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment(
     spawn = f"sleeper({str(marker)!r}, env={{}}, start_new_session=True); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    daemon = int(marker.read_text())
+    daemon, leader = map(int, marker.read_text().split())
+    assert leader == 1
     deadline = time.monotonic() + 2
     while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
