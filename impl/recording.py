@@ -37,6 +37,7 @@ survives ``kill -9``). Measured in ``benchmarks/audit.py``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -156,13 +157,18 @@ class LogWriter:
         if size == 0 and self._regular:
             if not self._write_segment_line(fd):
                 os.close(fd)
+                with contextlib.suppress(OSError):  # no segment without its line
+                    if os.stat(self.segment_path(self._segment)).st_size == 0:
+                        os.unlink(self.segment_path(self._segment))
                 return None
             size = SEGMENT_LINE_BYTES
         self._fd = fd
         self._size = size
         return fd
 
-    def _segment_line(self, opened: int, closed: int, result: Mapping[str, JSON]) -> bytes:
+    def _segment_line(
+        self, opened: int, closed: int, result: Mapping[str, JSON], number: int | None = None
+    ) -> bytes:
         text = _encode(
             {
                 "v": VERSION,
@@ -170,7 +176,10 @@ class LogWriter:
                 "seq": 0,
                 "stream": "",
                 "op": "segment",
-                "args": {"log": self.path.name, "segment": self._segment},
+                "args": {
+                    "log": self.path.name,
+                    "segment": self._segment if number is None else number,
+                },
                 "t0": opened,
                 "t1": closed,
                 "status": "ok",
@@ -188,9 +197,12 @@ class LogWriter:
             return False
 
     def _drops_in_segment_line(self) -> bool:
-        """Write the drops not yet reported into the current segment's line, in place: it
-        needs no new block, so it works on a full disk. True if they are there now."""
-        path = self.segment_path(self._segment)
+        """Write the drops not yet reported into a segment line in place (the newest segment
+        that has one: a segment begun on the full disk may have none): it needs no new
+        block, so it works on a full disk. True if they are there now."""
+        return any(self._drops_in(self.segment_path(n)) for n in range(self._segment, -1, -1))
+
+    def _drops_in(self, path: Path) -> bool:
         try:
             fd = os.open(path, os.O_RDWR)
         except OSError:
@@ -200,16 +212,19 @@ class LogWriter:
             line = json.loads(first) if len(first) == SEGMENT_LINE_BYTES else None
             if not isinstance(line, dict) or line.get("op") != "segment":
                 return False
+            number = line["args"]["segment"]
             old = line["result"]
             dropped: dict[str, int] = dict(old["dropped"])
             for stream, (count, _, _) in self.pending_drops.items():
                 dropped[stream] = dropped.get(stream, 0) + count
             result: dict[str, JSON] = {"dropped": dropped, "unnamed": old["unnamed"]}
             closed = self.clock()
-            data = self._segment_line(line["t0"], closed, result)
+            data = self._segment_line(line["t0"], closed, result, number)
             if len(data) > SEGMENT_LINE_BYTES:  # too many streams to name: a total
                 total = sum(dropped.values()) + old["unnamed"]
-                data = self._segment_line(line["t0"], closed, {"dropped": {}, "unnamed": total})
+                data = self._segment_line(
+                    line["t0"], closed, {"dropped": {}, "unnamed": total}, number
+                )
             if os.pwrite(fd, data, 0) != len(data):
                 return False
         except (OSError, ValueError, KeyError, TypeError):

@@ -121,7 +121,7 @@ def _print(report: AuditReport) -> None:
             "taken as indefinite"
         )
     for where in report.torn:
-        _say(f"  {where}: a last line cut short (killed while writing it): skipped")
+        _say(f"  {where}: a last line cut short (killed while writing it, or a full disk): skipped")
     violations = report.violations
     for v in violations[:SHOWN]:
         _say("")

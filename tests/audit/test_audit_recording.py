@@ -249,3 +249,31 @@ def test_dev_full(tmp_path: Path) -> None:
     assert store.read_publication(STREAM).revision == 0
     assert log.dropped[STREAM] == 3 and log.lines == 0
     log.close()
+
+
+def test_a_line_torn_by_a_full_disk_then_nothing_more_still_says_so(tmp_path: Path) -> None:
+    """The disk fills mid-line: the segment ends torn, the next one cannot even begin, and
+    the drops go into the last segment line there is (the field report's probe: 2,921
+    lines dropped, the audit clean)."""
+    full = {"on": False}
+
+    def write(fd: int, data: bytes) -> int:
+        if full["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if b"read_publication" in data:  # the disk fills in the middle of this line
+            full["on"] = True
+            return os.write(fd, data[: len(data) // 2])
+        return os.write(fd, data)
+
+    log = LogWriter(tmp_path / "audit.log", write=write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    for _ in range(5):
+        store.read_publication(STREAM)
+    log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.log"]  # no empty segment
+    report = audit([tmp_path / "audit.log"])
+    assert report.torn == [f"{tmp_path / 'audit.log'}:4"]  # segment line, create (2 lines), read
+    assert report.exit_code == 4 and {s.stream: s.dropped for s in report.incomplete} == {
+        STREAM: 5
+    }
