@@ -148,8 +148,12 @@ class LogWriter:
         if self._fd is not None:
             return self._fd
         try:
+            # O_NONBLOCK: a FIFO nobody reads must not block the caller (its open fails, and
+            # the lines are dropped and counted); on a regular file it changes nothing.
             fd = os.open(
-                self.segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+                self.segment_path(self._segment),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK,
+                0o644,
             )
             size = os.fstat(fd).st_size
         except OSError:
