@@ -31,7 +31,7 @@ Cost: O(2^n x states) for n calls; keep n at 10 or below.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 from fencepost.audit.ops import INF, Op, Status
 from fencepost.judge.values import NOTHING, Checkpoint, Record
@@ -97,7 +97,8 @@ def _record_after(op: Op, record: Reg) -> list[Reg]:
         if kind == "v" and held is not None:
             options.append(record)  # it existed: unchanged
         elif kind == "?":
-            options.append(("?", max(0, int(held))))  # it existed, its value not shown yet
+            assert isinstance(held, int)
+            options.append(("?", max(0, held)))  # it existed, its value not shown yet
         if not answered:
             return options
         return [b for r in options for b in _holds(r, op.result, _level(op.result))]
@@ -177,7 +178,7 @@ def linearizable(ops: list[Op], *, held: bool, start: int | None = None) -> bool
     initial: State = (("v", None) if held else ("?", -1), ())
     lost_calls = not held and start is not None
 
-    @lru_cache(maxsize=None)
+    @cache
     def search(done: int, s: State) -> bool:
         if done & definite == definite:
             return True
@@ -186,8 +187,7 @@ def linearizable(ops: list[Op], *, held: bool, start: int | None = None) -> bool
         if lost_calls and not done & late:
             moved = [(_unbound(record, False), items)]
             moved += [
-                (record, tuple(sorted({**cps, k: _unbound(r, True)}.items())))
-                for k, r in items
+                (record, tuple(sorted({**cps, k: _unbound(r, True)}.items()))) for k, r in items
             ]
             if any(m != s and search(done, m) for m in moved):
                 return True

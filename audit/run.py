@@ -228,7 +228,7 @@ def audit_ops(
     truth: Callable[[str], Truth | None] | None = None,
     report: AuditReport | None = None,
     clock_skew: int = 0,
-    start: int | None | Callable[[], int | None] = None,
+    start: int | Callable[[], int | None] | None = None,
 ) -> AuditReport:
     """Audit operations already read (see :func:`audit` for the arguments).
 

@@ -28,17 +28,17 @@ the log for an epoch) is a note, never a verdict.
 
 **Where the log starts.** The log *holds the stream's creation* when a
 ``create_stream`` answered with revision 0 comes before any call on the record
-or a checkpoint, invoked after the log's knowledge starts: then every register starts empty (no record,
-no checkpoint of any partition in any epoch), so a value no write in the log
-made, a checkpoint included, is a phantom, and only checkpoint *writes* certify
-a publication. Otherwise every register starts in a state the log never shows.
-When the log's first segments were deleted (``start``: every call of a deleted
-line ended at or before it), a call invoked before ``start`` may have taken
-effect before it, amid calls the log no longer shows: its answer constrains
-nothing (a read, or the value a conflict showed, is not fed to the register; a
-write counts as may-have-applied), and a member with no certification in the
-log may have certified before it (a note, not a violation). Calls invoked from
-``start`` on are judged exactly.
+or a checkpoint, invoked after the log's knowledge starts: then every register
+starts empty (no record, no checkpoint of any partition in any epoch), so a
+value no write in the log made, a checkpoint included, is a phantom, and only
+checkpoint *writes* certify a publication. Otherwise every register starts in a
+state the log never shows. When the log's first segments were deleted
+(``start``: every call of a deleted line ended at or before it), a call invoked
+before ``start`` may have taken effect before it, amid calls the log no longer
+shows: its answer constrains nothing (a read, or the value a conflict showed, is
+not fed to the register; a write counts as may-have-applied), and a member with
+no certification in the log may have certified before it (a note, not a
+violation). Calls invoked from ``start`` on are judged exactly.
 
 **Answers are checked against the question.** A checkpoint read for partition
 ``p`` of epoch ``e`` must carry ``p`` and ``e`` (a store that files another
@@ -124,7 +124,7 @@ class StreamAudit:
         self.truth = truth
         #: When the log's knowledge starts (None: the log is whole).
         self.start = start
-        #: Whether the log holds the stream's creation (decided by its first call).
+        #: Whether the log holds the stream's creation (decided at its creation).
         self.whole = False
         self.verdict = StreamVerdict(stream)
         self.record = Register("the publication record", Budget(budget))

@@ -48,7 +48,7 @@ class _Call:
     fate: str  # ok, failed, lost (applied if its point says so), lost_before (never applied)
     args: dict[str, object] = field(default_factory=dict)
     status: Status = Status.OK
-    result: Record | None = None
+    result: Record | Checkpoint | None = None
 
 
 def simulate(
@@ -147,7 +147,7 @@ def simulate(
             status, result, end = Status.INDEFINITE, None, INF
         elif call.fate == "failed" or status is Status.ERROR:
             status, result = Status.ERROR, None
-        if result is not None:
+        if isinstance(result, Record):
             seen[c] = result
         history.append(
             Op(
@@ -298,7 +298,7 @@ def simulate_store(
         assert call is not None
         if event == 1:
             applies = call.fate != "lost_before"
-            answer: object = None
+            answer: Record | Checkpoint | None = None
             if call.kind == "read_publication":
                 answer = record
             elif call.kind == "write_publication":
@@ -315,19 +315,20 @@ def simulate_store(
             elif call.kind == "read_checkpoint":
                 answer = cps.get(str(call.args["partition"]))
             else:
-                cp = call.args["checkpoint"]
-                assert isinstance(cp, Checkpoint)
-                current = cps.get(cp.partition)
+                written = call.args["checkpoint"]
+                assert isinstance(written, Checkpoint)
+                current = cps.get(written.partition)
                 expected = call.args["expected_generation"] or 0
+                assert isinstance(expected, int)
                 if (0 if current is None else current.generation) == expected:
-                    stored = replace(cp, generation=expected + 1)
+                    stored = replace(written, generation=expected + 1)
                     if applies:
-                        cps[cp.partition] = stored
+                        cps[written.partition] = stored
                     answer = stored
                 else:
                     call.status = Status.CONFLICT
                     answer = current
-            call.result = answer  # type: ignore[assignment]
+            call.result = answer
             heapq.heappush(events, (call.t1, tie, 2, c, call))
             tie += 1
             continue

@@ -263,7 +263,9 @@ def junit_xml(results: list[PartResult]) -> str:
             "fencepost.check",
             r.name,
             r.seconds,
-            None if r.ok else Outcome("failure", r.summary, None, "\n\n".join(r.details) or r.summary),
+            None
+            if r.ok
+            else Outcome("failure", r.summary, None, "\n\n".join(r.details) or r.summary),
             r.summary if r.ok else None,
         )
         for r in results

@@ -29,7 +29,7 @@ from fencepost.harness.algebra import (
     describe_case,
     run_algebra,
 )
-from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
+from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -253,9 +253,7 @@ def junit_suite(report: ConformReport, command: str) -> Suite:
         ("levels", ",".join(report.tested)),
         ("integers", report.integers),
     ]
-    properties += [
-        (f"coverage.{s.value}", str(report.coverage.runs.get(s, 0))) for s in Situation
-    ]
+    properties += [(f"coverage.{s.value}", str(report.coverage.runs.get(s, 0))) for s in Situation]
     warnings = report.warnings()
     return Suite(
         "fencepost conform",

@@ -120,8 +120,8 @@ from fencepost.impl.postgres_values import (
     _record,
     _str,
     decode_cut,
-    row_key,
     encode_cut,
+    row_key,
 )
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (

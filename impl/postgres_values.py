@@ -15,8 +15,8 @@ from typing import Any
 
 from fencepost.impl.codec import membership_to_json
 from fencepost.impl.cuts import NOTHING, Cut, Endpoint
-from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.errors import InvalidValue
+from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
     check_counter,
     check_name,

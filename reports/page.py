@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from html import escape
 from importlib.resources import files
 
-from fencepost.reports.text import printable
 from fencepost.reports.model import (
     Fact,
     Lane,
@@ -39,6 +38,7 @@ from fencepost.reports.model import (
     Table,
     Timeline,
 )
+from fencepost.reports.text import printable
 
 #: Timeline geometry, in SVG user units (pixels at zoom 100%).
 LABEL_WIDTH = 120

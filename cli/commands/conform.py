@@ -160,7 +160,9 @@ def command(
         try:
             family_of(replay)
         except ValueError as exc:
-            raise click.BadParameter(f"{exc}: no case has this seed", param_hint="--replay") from None
+            raise click.BadParameter(
+                f"{exc}: no case has this seed", param_hint="--replay"
+            ) from None
     _check_outputs(junit, report_dir, save)
     check_output(html, "--html")
     check_output(summary_md, "--summary-md")

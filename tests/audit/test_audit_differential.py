@@ -64,7 +64,9 @@ def straddles(h: synth.StoreHistory) -> bool:
     return h.start is not None and any(op.t0 <= h.start for op in h.ops)
 
 
-def tally(cases: list[tuple[str, synth.StoreHistory]], *, honour_start: bool = True) -> Counter[str]:
+def tally(
+    cases: list[tuple[str, synth.StoreHistory]], *, honour_start: bool = True
+) -> Counter[str]:
     figures: Counter[str] = Counter()
     for variant, h in cases:
         truth = brute_store.linearizable(h.ops, held=h.held, start=h.start)

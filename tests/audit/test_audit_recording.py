@@ -212,7 +212,9 @@ def test_a_disk_full_to_the_end_still_says_so_in_the_segment_line(tmp_path: Path
     assert report.exit_code == 4
     assert {s.stream: s.dropped for s in report.incomplete} == {STREAM: 3, "other": 1}
     # Teeth: without the segment line's counts the same log audits clean.
-    cleared = (tmp_path / "audit.log").read_text().replace('"dropped":{"s":3,"other":1}', '"dropped":{}')
+    cleared = (
+        (tmp_path / "audit.log").read_text().replace('"dropped":{"s":3,"other":1}', '"dropped":{}')
+    )
     (tmp_path / "cleared.log").write_text(cleared)
     assert audit([tmp_path / "cleared.log"]).exit_code == 0
 
@@ -274,6 +276,4 @@ def test_a_line_torn_by_a_full_disk_then_nothing_more_still_says_so(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.log"]  # no empty segment
     report = audit([tmp_path / "audit.log"])
     assert report.torn == [f"{tmp_path / 'audit.log'}:4"]  # segment line, create (2 lines), read
-    assert report.exit_code == 4 and {s.stream: s.dropped for s in report.incomplete} == {
-        STREAM: 5
-    }
+    assert report.exit_code == 4 and {s.stream: s.dropped for s in report.incomplete} == {STREAM: 5}

@@ -101,8 +101,6 @@ def test_check_outputs(option: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         check_command, "run_part", lambda part, options: PartResult(part.name, True, "ok")
     )
-    result = CliRunner().invoke(
-        main, ["check", "--only", "proofs", option, "/dev/full"]
-    )
+    result = CliRunner().invoke(main, ["check", "--only", "proofs", option, "/dev/full"])
     assert result.exit_code == 2, result.output
     assert f"Error: {option}: cannot write /dev/full: No space left on device" in result.output

@@ -24,7 +24,7 @@ from fencepost.harness.runner import run_schedule
 from fencepost.harness.transport import SubprocessSut
 from fencepost.judge.values import NOTHING, Cut, Order
 
-RELAY = '''
+RELAY = """
 import json, os, select, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-m", "fencepost", "sut"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, bufsize=0)
@@ -54,7 +54,7 @@ while True:
                     time.sleep(0.05)
                 os.write(1, line + b"\\n")
 sys.exit(child.wait())
-'''
+"""
 
 
 def relay(tmp_path: Path, when: str) -> SubprocessSut:

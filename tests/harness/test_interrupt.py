@@ -78,9 +78,9 @@ def test_ctrl_c_ends_every_sut_process_and_prints_what_ran(isolation: str) -> No
     # Each SUT process leaves a child that ignores the end of its input: only ending the
     # SUT's process group (or namespace) ends it, as a process the harness forgot would not.
     sut = f"sleep 1000 & exec {shlex.quote(sys.executable)} -m fencepost sut"
+    command = [sys.executable, "-m", "fencepost", "conform", "--schedules", "100000"]
     run = subprocess.Popen(
-        [sys.executable, "-m", "fencepost", "conform", "--schedules", "100000"]
-        + ["--", "sh", "-c", sut],
+        [*command, "--", "sh", "-c", sut],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

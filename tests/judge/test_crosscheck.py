@@ -275,9 +275,15 @@ def mergeable_vectors(
 #: the mixed strategy did (the other ~90 were withheld vectors, which checked nothing).
 @settings(max_examples=20)
 @given(mergeable_vectors())
-@example((jv.Membership(2, "q1", {"A": "millis", "B": "millis"}, {"millis": ORDERS["millis"][0]}),
-          (jv.Checkpoint("A", jv.Cut.before(5), None, 1, "q1", 2),
-           jv.Checkpoint("B", jv.Cut.through(5), None, 1, "q1", 2))))
+@example(
+    (
+        jv.Membership(2, "q1", {"A": "millis", "B": "millis"}, {"millis": ORDERS["millis"][0]}),
+        (
+            jv.Checkpoint("A", jv.Cut.before(5), None, 1, "q1", 2),
+            jv.Checkpoint("B", jv.Cut.through(5), None, 1, "q1", 2),
+        ),
+    )
+)
 def test_the_judge_merges_to_the_greatest_lower_bound_z3_decides(
     case: tuple[jv.Membership, tuple[jv.Checkpoint, ...]],
 ) -> None:

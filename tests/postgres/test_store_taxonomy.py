@@ -61,7 +61,7 @@ def test_a_corrupt_membership_reads_the_same_on_both_backends(
     tmp_path: Path, pg_dsn: str, pg_schema: str, case: str
 ) -> None:
     path, corrupt_sqlite = _sqlite(tmp_path)
-    url, corrupt_postgres = _postgres(pg_dsn, pg_schema)
+    _, corrupt_postgres = _postgres(pg_dsn, pg_schema)
     backends: list[tuple[Callable[[], Store], Callable[[str], None]]] = [
         (lambda: SQLiteStore(path), corrupt_sqlite),
         (lambda: PostgresStore(pg_dsn, schema=pg_schema), corrupt_postgres),
@@ -95,7 +95,9 @@ def test_the_demo_says_the_same_and_exits_2_on_both_backends(
         corrupt("{not json")
         again = CliRunner().invoke(main, ["demo", "--db", db, *SMALL])
         assert again.exit_code == 2, again.output
-        outputs.append(re.sub(r"corrupt store: .*?: table", "corrupt store: <store>: table", again.output))
+        outputs.append(
+            re.sub(r"corrupt store: .*?: table", "corrupt store: <store>: table", again.output)
+        )
     sqlite_said, postgres_said = outputs
     assert "run the demo again" not in sqlite_said + postgres_said
     assert sqlite_said == postgres_said, (sqlite_said, postgres_said)

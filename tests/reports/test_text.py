@@ -38,16 +38,17 @@ def test_visible_text_is_left_alone() -> None:
 def test_a_url_or_an_address_never_becomes_a_link_in_markdown() -> None:
     md = escape_md("see https://evil.example/x, WWW.evil.example and me@evil.example")
     assert "://" not in md and "www." not in md.lower() and "@" not in md
-    assert md == (
-        "see https&#58;//evil.example/x, WWW&#46;evil.example and me&#64;evil.example"
-    )
+    assert md == ("see https&#58;//evil.example/x, WWW&#46;evil.example and me&#64;evil.example")
     assert escape_md("verdict: 10:30") == "verdict: 10:30"  # only a scheme's colon
 
 
 def test_pages_never_carry_an_invisible_character_raw() -> None:
     hostile = "op\u202e1-etirw \u2066x"
     report = Report(
-        "fencepost audit", Status.FAIL, "a violation", sections=(Section(hostile, Status.FAIL, hostile),)
+        "fencepost audit",
+        Status.FAIL,
+        "a violation",
+        sections=(Section(hostile, Status.FAIL, hostile),),
     )
     for text in (render_html(report), render_markdown(report)):
         assert "\u202e" not in text and "\u2066" not in text

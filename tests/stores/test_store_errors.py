@@ -118,7 +118,7 @@ class _CommitRefused:
         if sql == "COMMIT":
             self.db.execute("ROLLBACK")
             error = sqlite3.OperationalError("database or disk is full")
-            error.sqlite_errorcode = SQLITE_FULL  # type: ignore[attr-defined]
+            error.sqlite_errorcode = SQLITE_FULL
             raise error
         return self.db.execute(sql, *args)
 
@@ -149,8 +149,12 @@ def test_the_demo_on_a_full_disk_is_reported_and_stopped(
     args = ["--partitions", "2", "--events", "300", "--interval", "0"]
     result = CliRunner().invoke(main, ["demo", "--db", str(path), *args])
     assert result.exit_code == 2, result.output
-    assert result.output.rstrip().splitlines()[-1].startswith(
-        f"Error: the store's disk is full: {path}: SQLite says: database or disk is full"
+    assert (
+        result.output.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            f"Error: the store's disk is full: {path}: SQLite says: database or disk is full"
+        )
     )
 
 
