@@ -658,15 +658,11 @@ class ThreadChannel:
         return None if self._thread.is_alive() else self._status
 
     def leftover(self) -> str | None:
-        while True:
-            try:
-                item = self._outbound.get_nowait()
-            except queue.Empty:
-                return None
-            if item is _EOF:
-                self._outbound.put(_EOF)
-                return None
-            return str(item)[:200]
+        try:
+            line = self.unsolicited()
+        except SutFailure:  # it ended: nothing was left behind
+            return None
+        return None if line is None else line[:200]
 
     def stderr_tail(self) -> str:
         return self._log[-_STDERR_TAIL:]

@@ -72,7 +72,6 @@ one across processes.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import time
@@ -88,7 +87,6 @@ from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from fencepost.impl.codec import membership_from_json
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
@@ -146,6 +144,7 @@ from fencepost.impl.stores import (
     check_batch,
     check_revision,
     corrupt_row,
+    stored_membership,
 )
 
 #: SQLSTATEs of a full disk (disk_full), of a lock another
@@ -504,13 +503,7 @@ class PostgresStore:
     # --- decoding rows: a row no write makes is corruption, named as every backend names it
 
     def _membership_of(self, body: object, stream: str, epoch: object) -> Membership:
-        try:
-            if type(body) is not str:
-                raise InvalidValue("body", body, "membership JSON text is required")
-            return membership_from_json(json.loads(body), "body")
-        except (ValueError, RecursionError) as exc:
-            where = f"stream={stream!r} epoch={row_key(epoch)!r}"
-            raise corrupt_row(self.location, "memberships", where, exc) from None
+        return stored_membership(self.location, stream, row_key(epoch), body)
 
     def _record_of(self, row: Row, stream: str) -> PublicationRecord:
         try:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.codec import membership_to_json
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
@@ -81,6 +81,7 @@ from fencepost.impl.stores import (
     check_name,
     check_revision,
     corrupt_row,
+    stored_membership,
 )
 
 T = TypeVar("T")
@@ -368,12 +369,7 @@ class SQLiteStore:
         return corrupt_row(self.path, table, row, exc)
 
     def _membership_body(self, stream: str, epoch: object, body: object) -> Membership:
-        try:
-            if type(body) is not str:
-                raise InvalidValue("body", body, "membership JSON text is required")
-            return membership_from_json(json.loads(body), "body")
-        except (ValueError, RecursionError) as exc:
-            raise self._corrupt("memberships", f"stream={stream!r} epoch={epoch!r}", exc) from None
+        return stored_membership(self.path, stream, epoch, body)
 
     def _memberships(self, db: sqlite3.Connection, stream: str) -> dict[int, Membership]:
         rows = db.execute("SELECT epoch, body FROM memberships WHERE stream = ?", (stream,))

@@ -23,6 +23,7 @@ is a normal outcome of fencing, not an error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -94,6 +95,20 @@ def corrupt_row(location: str, table: str, row: str, exc: Exception) -> CorruptS
         field = field.removeprefix(prefix)
     problem = exc.problem if isinstance(exc, InvalidValue) else str(exc)
     return CorruptStore(location, table, row, field, problem)
+
+
+def stored_membership(location: str, stream: str, epoch: object, body: object) -> Membership:
+    """A membership row's body (JSON text) as the membership, on every backend; a body no
+    write makes is :class:`CorruptStore` naming the row (``field body``)."""
+    from fencepost.impl.codec import membership_from_json
+
+    try:
+        if type(body) is not str:
+            raise InvalidValue("body", body, "membership JSON text is required")
+        return membership_from_json(json.loads(body), "body")
+    except (ValueError, RecursionError) as exc:
+        where = f"stream={stream!r} epoch={epoch!r}"
+        raise corrupt_row(location, "memberships", where, exc) from None
 
 
 class StoreFull(DefiniteStoreError):

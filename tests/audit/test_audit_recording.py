@@ -148,25 +148,29 @@ def test_keeping_only_the_newest_segments_audits_the_rest(tmp_path: Path) -> Non
     assert report.exit_code == 0, [v.message for v in report.violations]
 
 
-def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> None:
-    failing = {"on": False}
+class Disk:
+    """A disk that fills when told to (``full``): every write then fails with ENOSPC."""
 
-    def write(fd: int, data: bytes) -> int:
-        if failing["on"]:
+    def __init__(self) -> None:
+        self.full = False
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.full:
             raise OSError(errno.ENOSPC, "No space left on device")
-        import os
-
         return os.write(fd, data)
 
-    log = LogWriter(tmp_path / "audit.log", write=write)
+
+def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> None:
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
     store = RecordingStore(MemoryStore(), log, "w")
     source = SimulatedSource(1, 1, 5)
     store.create_stream(STREAM, source.membership())
-    failing["on"] = True
+    disk.full = True
     store.read_publication(STREAM)
     store.read_publication(STREAM)
     assert log.dropped == {STREAM: 2}
-    failing["on"] = False
+    disk.full = False
     store.read_publication(STREAM)
     log.close()
     lines = lines_of(log)
@@ -185,19 +189,13 @@ def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> N
 def test_a_disk_full_to_the_end_still_says_so_in_the_segment_line(tmp_path: Path) -> None:
     """No line can be appended after the disk filled: the drops are written into the
     segment line in place (it is padded for them), and the audit is undecided (exit 4)."""
-    full = {"on": False}
-
-    def write(fd: int, data: bytes) -> int:
-        if full["on"]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return os.write(fd, data)
-
-    log = LogWriter(tmp_path / "audit.log", write=write)
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
     store = RecordingStore(MemoryStore(), log, "w")
     store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
     store.create_stream("other", SimulatedSource(2, 1, 5).membership())
     size = (tmp_path / "audit.log").stat().st_size
-    full["on"] = True
+    disk.full = True
     for _ in range(3):
         store.read_publication(STREAM)
     store.read_publication("other")
@@ -222,17 +220,11 @@ def test_a_disk_full_to_the_end_still_says_so_in_the_segment_line(tmp_path: Path
 def test_more_streams_than_the_segment_line_can_name_make_every_stream_incomplete(
     tmp_path: Path,
 ) -> None:
-    full = {"on": False}
-
-    def write(fd: int, data: bytes) -> int:
-        if full["on"]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return os.write(fd, data)
-
-    log = LogWriter(tmp_path / "audit.log", write=write)
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
     store = RecordingStore(MemoryStore(), log, "w")
     store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
-    full["on"] = True
+    disk.full = True
     for i in range(100):
         with contextlib.suppress(Exception):
             store.read_publication(f"a-stream-with-a-long-name-{i}")
@@ -257,15 +249,13 @@ def test_a_line_torn_by_a_full_disk_then_nothing_more_still_says_so(tmp_path: Pa
     """The disk fills mid-line: the segment ends torn, the next one cannot even begin, and
     the drops go into the last segment line there is (the field report's probe: 2,921
     lines dropped, the audit clean)."""
-    full = {"on": False}
+    disk = Disk()
 
     def write(fd: int, data: bytes) -> int:
-        if full["on"]:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        if b"read_publication" in data:  # the disk fills in the middle of this line
-            full["on"] = True
+        if not disk.full and b"read_publication" in data:  # it fills in the middle of this line
+            disk.full = True
             return os.write(fd, data[: len(data) // 2])
-        return os.write(fd, data)
+        return disk.write(fd, data)
 
     log = LogWriter(tmp_path / "audit.log", write=write)
     store = RecordingStore(MemoryStore(), log, "w")
