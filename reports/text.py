@@ -60,6 +60,15 @@ def printable(text: str, keep: str = "\n\t") -> str:
     return "".join(out)
 
 
+def json_text(text: str) -> str:
+    """JSON text (as ``json.dumps(..., ensure_ascii=False)`` writes it) with every invisible
+    character written as its ``\\uXXXX`` escape: the same JSON value, shown safely on a
+    terminal (JSON escapes control characters itself, but not U+202E or U+2028)."""
+    if text.isascii():
+        return text
+    return "".join(f"\\u{ord(ch):04x}" if is_invisible(ch) else ch for ch in text)
+
+
 def xml_text(text: str) -> str:
     """``text`` with every character XML 1.0 cannot carry, and every invisible one, shown as
     an escape (``\\x07`` becomes ``\\\\x07``, U+202E becomes ``U+202E``)."""

@@ -29,6 +29,7 @@ from rich.status import Status
 from rich.table import Table
 
 from fencepost.gate import BACKENDS, PARTS, GateOptions, GateRun, PartResult, junit_xml, run_part
+from fencepost.reports.text import printable
 from fencepost.views.output import (
     check_output,
     report_options,
@@ -134,7 +135,7 @@ def command(
             else:
                 click.echo(f"\n== {r.name}: details")
             for detail in r.details:
-                out.print(detail, markup=False, soft_wrap=True)
+                out.print(printable(detail), markup=False, soft_wrap=True)
     if junit is not None:
         write_output(junit, junit_xml(run.results), "--junit")
     if wants_report(html, summary_md):

@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fencepost.reports.text import json_text, printable
 from fencepost.views.output import (
     check_output,
     report_options,
@@ -161,10 +162,12 @@ def command(
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(
-            json.dumps(
-                {"ok": not failed, "counts": counts, "results": [r.to_json() for r in results]},
-                ensure_ascii=False,
-                indent=2,
+            json_text(
+                json.dumps(
+                    {"ok": not failed, "counts": counts, "results": [r.to_json() for r in results]},
+                    ensure_ascii=False,
+                    indent=2,
+                )
             )
         )
     else:
@@ -175,16 +178,16 @@ def command(
             style = _STYLE[r.status]
             out.print(
                 f"[{style}]{r.status.upper():<5}[/] {escape(r.target):<{label}} "
-                f"{escape(r.scenario):<{width}}  {escape(r.detail)}"
+                f"{escape(printable(r.scenario)):<{width}}  {escape(printable(r.detail))}"
             )
             if r.status == "fail":
                 for m in r.mismatches:
-                    out.print(f"      mismatch: {escape(str(m))}")
+                    out.print(f"      mismatch: {escape(printable(str(m)))}")
                 if r.breach is not None:
-                    out.print(f"      property: {escape(str(r.breach))}")
+                    out.print(f"      property: {escape(printable(str(r.breach)))}")
             if r.narrative and (r.status == "fail" or verbose):
                 for line in r.narrative:
-                    out.print(f"        {escape(line)}")
+                    out.print(f"        {escape(printable(line))}")
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         out.print(
             f"{len(library.scenarios)} scenarios, {len(results)} runs: "

@@ -75,3 +75,14 @@ def test_the_junit_writer_escapes_every_string() -> None:
     assert case.findtext("system-out") == shown and node.findtext("system-out") == shown
     prop = node.find("properties/property")
     assert prop is not None and (prop.get("name"), prop.get("value")) == (shown, shown)
+
+
+def test_json_output_keeps_the_value_and_escapes_invisible_characters() -> None:
+    import json
+
+    from fencepost.reports.text import json_text
+
+    raw = json.dumps({"detail": "op\u202e1 \u2028 café"}, ensure_ascii=False)
+    shown = json_text(raw)
+    assert "\u202e" not in shown and "\u2028" not in shown and "café" in shown
+    assert json.loads(shown) == json.loads(raw)  # the same JSON value
