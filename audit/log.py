@@ -2,33 +2,57 @@
 
 :func:`read_ops` streams the lines of every file, validates each strictly and
 yields :class:`~fencepost.audit.ops.Op` values. A mistake is a :class:`LogError`
-naming ``file:line`` and the field: malformed JSON, an unknown or missing field,
-NaN, a float, a number out of range, nesting deeper than JSON values need, a
-lone surrogate, invalid UTF-8, a line over 1 MiB. Nothing is guessed.
+naming ``file:line`` and the field: malformed JSON, a key given twice, an
+unknown or missing field, NaN, a float, a number out of range, nesting deeper
+than JSON values need, a lone surrogate, invalid UTF-8, a line over 1 MiB (read
+with a bound: 50 MB of garbage is refused after 1 MiB of it), a path that is a
+FIFO or a device (refused at once, never waited for or read forever). Every
+line is decoded by the one reader of untrusted JSON lines
+(:func:`fencepost.inputs.jsonlines.decode_line`), so the audit refuses exactly
+what the wire and the regression files refuse. Nothing is guessed.
 
 Two lines may describe one operation: a ``pending`` line written before a
 mutating call, and the line that completes it (same ``worker`` and ``seq``).
 A pending line that is never completed (the process was killed in the call)
 becomes an indefinite operation once every file is read. A last line without
 its newline (a process killed while writing it) is skipped and counted in
-:attr:`LogStats.torn`, never an error: that is what ``kill -9`` leaves.
+:attr:`LogStats.torn`, never an error: that is what ``kill -9`` leaves. Only a
+*plausible* torn line is skipped: it must be UTF-8 text starting a JSON object
+with no control character; anything else (random bytes) is garbage, refused.
+
+A **segment line** (``"op":"segment"``, written by the recorder as the first line
+of every segment, :class:`LogStats.segments`) says which segment of which log the
+file is and when it was opened: every line of an earlier segment carries times
+at or before that instant. When a log's first segments were deleted (rotation
+with ``keep``), the audit learns from it when its knowledge of the history
+starts (:attr:`LogStats.start`), and a missing segment in the middle is a hole
+(:attr:`LogStats.holes`). A recorder that could not write its ``dropped``
+lines (the disk stayed full to the end) writes the counts into its segment line
+in place, which pads itself with blanks for that purpose.
+
+Each worker's invocation times must not go back as its call numbers go up (it
+is one sequential caller on one clock): a regression is reported
+(:attr:`LogStats.clock`), since the log's real-time order cannot then be trusted.
 
 Cost: O(bytes) time; memory O(pending calls in flight + workers), plus, per
 worker, the ranges of sequence numbers seen (one range while they are
-contiguous), used to refuse a line logged twice.
+contiguous), used to refuse a line logged twice, and one line of at most 1 MiB.
 """
 
 from __future__ import annotations
 
-import json
+import codecs
 import os
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fencepost.audit.ops import ATTEMPT, DROPPED, INF, STORE_OPS, Op, Status
+from fencepost.audit.ops import ATTEMPT, DROPPED, INF, SEGMENT, STORE_OPS, Op, Status
+from fencepost.inputs.files import NotRegularFile, open_regular, refusal
+from fencepost.inputs.jsonlines import LineTooLong, MessageError, decode_line, file_lines
 from fencepost.judge.values import BadValue, text
 from fencepost.judge.wire import (
     checkpoint_from_json,
@@ -67,17 +91,6 @@ class LogError(ValueError):
 
 class _Bad(ValueError):
     """A problem inside one line, before its place is known."""
-
-
-def _no_constant(name: str) -> object:
-    raise _Bad(f"{name} is not a number the log may hold; numbers are finite integers")
-
-
-def _no_float(literal: str) -> object:
-    raise _Bad(f"{literal} is not an integer; times, revisions and epochs are integers")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_no_float)
 
 
 def _int(value: object, name: str, *, nullable: bool = False) -> Any:
@@ -222,23 +235,85 @@ class Line:
     pending: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A segment line: segment ``number`` of the log ``log``, opened at ``t0`` by
+    ``worker`` (a recorder); ``dropped`` lines per stream it could not write and
+    never reported otherwise, ``unnamed`` dropped lines of streams it could not name."""
+
+    where: str
+    worker: str
+    log: str
+    number: int
+    t0: int
+    t1: int
+    dropped: tuple[tuple[str, int], ...]
+    unnamed: int
+
+
+def _problem(exc: MessageError) -> str:
+    """A reader's refusal in the audit's words (the field without the reader's ``line.``)."""
+    if exc.field == "line":
+        return exc.problem
+    return f"{exc.field.removeprefix('line.')}: {exc.problem}"
+
+
+def decode(raw: str, where: str) -> dict[str, Any]:
+    """One line of the log as a JSON object, by the one reader of untrusted JSON lines."""
+    try:
+        return decode_line(raw, integers_only=True)
+    except MessageError as exc:
+        raise LogError(where, _problem(exc)) from None
+
+
 def parse_line(raw: str, where: str) -> Line:
     """One line of the log as an operation; :class:`LogError` naming ``where`` if it is not."""
-    try:
-        data = _DECODER.decode(raw)
-    except _Bad as exc:
-        raise LogError(where, str(exc)) from None
-    except RecursionError:
-        raise LogError(where, "nested too deeply to be a log line") from None
-    except ValueError as exc:
-        shown = raw if len(raw) <= 60 else raw[:57] + "..."
-        raise LogError(where, f"not JSON ({exc}): {shown!r}") from None
+    data = decode(raw, where)
     try:
         return _line(data, where)
     except _Bad as exc:
         raise LogError(where, str(exc)) from None
     except RecursionError:
         raise LogError(where, "nested too deeply to be a log line") from None
+
+
+_SEGMENT_FIELDS = frozenset(
+    {"v", "worker", "seq", "stream", "op", "args", "t0", "t1", "status", "result"}
+)
+
+
+def parse_segment(data: dict[str, Any], where: str) -> Segment:
+    """A segment line (``"op":"segment"``), strictly."""
+    try:
+        _obj(data, "segment line", _SEGMENT_FIELDS)
+        if data["v"] != VERSION or type(data["v"]) is not int:
+            raise _Bad(f"v: this reader knows log format version {VERSION}, got {data['v']!r}")
+        if data["stream"] != "" or data["status"] != "ok":
+            raise _Bad('a segment line has "stream":"" and "status":"ok"')
+        _int(data["seq"], "seq")
+        args = _obj(data["args"], "args", frozenset({"log", "segment"}))
+        result = _obj(data["result"], "result", frozenset({"dropped", "unnamed"}))
+        dropped = result["dropped"]
+        if not isinstance(dropped, dict):
+            raise _Bad("result.dropped: an object of stream to lines dropped is required")
+        t0, t1 = _int(data["t0"], "t0"), _int(data["t1"], "t1")
+        if t1 < t0:
+            raise _Bad(f"t1: the segment was closed ({t1}) before it was opened ({t0})")
+        return Segment(
+            where,
+            _str(data["worker"], "worker"),
+            _str(args["log"], "args.log"),
+            _int(args["segment"], "args.segment"),
+            t0,
+            t1,
+            tuple(
+                (_str(k, "result.dropped"), _int(n, f"result.dropped.{k}"))
+                for k, n in sorted(dropped.items())
+            ),
+            _int(result["unnamed"], "result.unnamed"),
+        )
+    except _Bad as exc:
+        raise LogError(where, str(exc)) from None
 
 
 def _line(data: object, where: str) -> Line:
@@ -254,7 +329,7 @@ def _line(data: object, where: str) -> Line:
         raise _Bad(f"v: this reader knows log format version {VERSION}, got {data['v']!r}"[:200])
     op = data["op"]
     if type(op) is not str or (op not in STORE_OPS and op not in (ATTEMPT, DROPPED)):
-        known = ", ".join((*STORE_OPS, ATTEMPT, DROPPED))
+        known = ", ".join((*STORE_OPS, ATTEMPT, DROPPED, SEGMENT))
         raise _Bad(f"op: unknown operation {op!r}; known: {known}"[:300])
     raw_status = data["status"]
     pending = raw_status == "pending"
@@ -354,6 +429,16 @@ class _Seen:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class ClockRegression:
+    """A worker's invocation time that went back as its call number went up."""
+
+    where: str
+    worker: str
+    earlier: str  # file:line of the call before it
+    back_by: int
+
+
 @dataclass
 class LogStats:
     """What reading the log found besides operations."""
@@ -362,41 +447,118 @@ class LogStats:
     lines: int = 0
     torn: list[str] = field(default_factory=list)  # file:line of torn last lines
     unfinished: int = 0  # pending calls never completed: indefinite
+    segments: list[Segment] = field(default_factory=list)
+    clock: list[ClockRegression] = field(default_factory=list)
+    #: Segments missing between the first and the last of a log: (log, number).
+    holes: list[tuple[str, int]] = field(default_factory=list)
+    #: When the log's knowledge of the history starts: every line of a deleted
+    #: segment carries a time at or before it (None: every segment is there).
+    start: int | None = None
+    #: Lines the recorder dropped without naming their stream: every stream is incomplete.
+    unnamed_drops: int = 0
+
+    def finish(self) -> None:
+        """Holes and the start of knowledge, from the segment lines read."""
+        by_log: dict[str, dict[int, Segment]] = {}
+        for seg in self.segments:
+            by_log.setdefault(seg.log, {}).setdefault(seg.number, seg)
+        starts: list[int] = []
+        for name, numbers in sorted(by_log.items()):
+            first, last = min(numbers), max(numbers)
+            self.holes.extend((name, n) for n in range(first, last) if n not in numbers)
+            if first > 0:  # segments 0 .. first-1 were deleted
+                starts.append(numbers[first].t0)
+        self.start = max(starts) if starts else None
+
+
+_SUFFIX = re.compile(r"^(.*?)(?:\.(\d+))?$")
+
+
+def _segment_order(path: Path) -> tuple[str, int, str]:
+    """``LOG``, ``LOG.1``, ``LOG.2``, ..., ``LOG.10``: segments in the order written."""
+    m = _SUFFIX.match(path.name)
+    assert m is not None
+    return (m.group(1), -1 if m.group(2) is None else int(m.group(2)), path.name)
 
 
 def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Every file named, a folder standing for the files in it (sorted by name)."""
+    """Every file named, a folder standing for the files in it (segments in their order:
+    ``LOG``, ``LOG.1``, ..., ``LOG.10``). A folder entry that is a FIFO, a device or a
+    socket is refused (:class:`LogError`), never skipped; a subfolder is skipped."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.is_file()))
+            entries = []
+            for entry in sorted(path.iterdir(), key=_segment_order):
+                try:
+                    mode = entry.stat().st_mode
+                except OSError as exc:
+                    raise LogError(str(entry), f"cannot read: {exc.strerror or exc}") from None
+                if entry.is_dir():
+                    continue
+                if not entry.is_file():
+                    raise LogError(str(entry), refusal(mode))
+                entries.append(entry)
+            found.extend(entries)
         else:
             found.append(path)
     return found
 
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def _plausibly_torn(data: bytes) -> bool:
+    """Whether a last line without its newline can be a log line cut short by a kill: UTF-8
+    text (its last character may be cut) starting a JSON object, with no control character.
+    Random bytes are not: they are garbage, never a torn line."""
+    try:
+        shown = _UTF8().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    return shown.startswith("{") and not any(ch < " " for ch in shown)
+
+
 def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[Op]:
     """Every operation of the files, in file order, pending calls paired with completions.
 
-    Raises :class:`LogError` (``file:line``) on the first unreadable line and
-    ``OSError`` when a file cannot be opened.
+    Raises :class:`LogError` (``file:line``) on the first unreadable line or a path
+    that is not a regular file, and ``OSError`` when a file cannot be opened.
     """
     stats = stats if stats is not None else LogStats()
     pending: dict[tuple[str, int], Op] = {}
     seen: dict[str, _Seen] = {}
+    latest: dict[str, tuple[int, int, str]] = {}  # worker -> (highest seq, its t0, where)
     for path in paths:
         stats.files += 1
-        with open(path, "rb") as handle:
-            number = 0
-            for raw in handle:
-                number += 1
+        try:
+            handle = open_regular(path)
+        except NotRegularFile as exc:
+            raise LogError(str(path), exc.reason) from None
+        with handle:
+            lines = file_lines(handle, MAX_LINE_BYTES)
+            while True:
+                try:
+                    number, raw, ended = next(lines)
+                except StopIteration:
+                    break
+                except LineTooLong as exc:
+                    raise LogError(
+                        f"{path}:{exc.number}",
+                        f"longer than {MAX_LINE_BYTES} bytes: not an audit log (no line of "
+                        "one comes near it)",
+                    ) from None
                 where = f"{path}:{number}"
-                if not raw.endswith(b"\n"):
+                if not ended:
+                    if not _plausibly_torn(raw):
+                        raise LogError(
+                            where,
+                            "the last line has no newline and is not the start of a log line "
+                            "(not UTF-8 JSON text): garbage, not a line cut short by a kill",
+                        )
                     stats.torn.append(where)  # the last line, cut short by a kill
                     break
-                if len(raw) > MAX_LINE_BYTES:
-                    raise LogError(where, f"longer than {MAX_LINE_BYTES} bytes")
                 try:
                     decoded = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -404,8 +566,24 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
                 if not decoded.strip():
                     continue
                 stats.lines += 1
-                line = parse_line(decoded, where)
+                data = decode(decoded, where)
+                if data.get("op") == SEGMENT:
+                    segment = parse_segment(data, where)
+                    stats.segments.append(segment)
+                    yield from _header_drops(segment, stats)
+                    continue
+                try:
+                    line = _line(data, where)
+                except _Bad as exc:
+                    raise LogError(where, str(exc)) from None
+                except RecursionError:
+                    raise LogError(where, "nested too deeply to be a log line") from None
                 op = line.op
+                if op.kind == DROPPED:
+                    yield op  # the recorder's marker, not a call: no sequence number of a call
+                    continue
+                if op.kind != ATTEMPT:
+                    _check_clock(op, latest, stats)
                 key = (op.worker, op.seq)
                 if line.pending:
                     worker_seen = seen.get(op.worker)
@@ -437,6 +615,34 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
             raise LogError(op.where, f"worker {key[0]} seq {key[1]} appears twice")
         stats.unfinished += 1
         yield op
+    stats.finish()
+
+
+def _check_clock(op: Op, latest: dict[str, tuple[int, int, str]], stats: LogStats) -> None:
+    """A worker's calls are invoked in the order of their numbers: t0 never goes back."""
+    last = latest.get(op.worker)
+    if last is None or op.seq > last[0]:
+        if last is not None and op.t0 < last[1]:
+            stats.clock.append(ClockRegression(op.where, op.worker, last[2], last[1] - op.t0))
+        latest[op.worker] = (op.seq, op.t0, op.where)
+
+
+def _header_drops(segment: Segment, stats: LogStats) -> Iterator[Op]:
+    """The drops a segment line reports, as the ``dropped`` operations they stand for."""
+    stats.unnamed_drops += segment.unnamed
+    for stream, lines in segment.dropped:
+        yield Op(
+            segment.where,
+            segment.worker,
+            segment.number,
+            stream,
+            DROPPED,
+            segment.t0,
+            segment.t1,
+            Status.OK,
+            {},
+            {"lines": lines},
+        )
 
 
 def _args_to_json(op: Op) -> dict[str, Any]:

@@ -32,7 +32,7 @@ class Status(Enum):
     INDEFINITE = "indefinite"
 
 
-#: The store operations a log may hold, and the attempt and drop markers.
+#: The store operations a log may hold, and the attempt, drop and segment markers.
 STORE_OPS = (
     "create_stream",
     "read_publication",
@@ -47,6 +47,8 @@ STORE_OPS = (
 )
 ATTEMPT = "attempt"
 DROPPED = "dropped"
+#: The first line of every segment the recorder writes (never an operation of a stream).
+SEGMENT = "segment"
 
 
 @dataclass(slots=True, eq=False)

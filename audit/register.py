@@ -419,9 +419,10 @@ class Register:
         inflight = list(start.inflight)
         budget = Budget(self.budget.configurations)
         try:
+            absent = any(rev == ABSENT for rev, _ in start.frontier)
             for i in range(len(ops) - 1, -1, -1):
-                if ops[i] is culprit:
-                    continue
+                if ops[i] is culprit or (absent and ops[i].kind == CREATE):
+                    continue  # without its creation, a register explains nothing
                 trial = ops[:i] + ops[i + 1 :]
                 if replay(Snapshot(start.frontier, tuple(inflight)), trial, budget) is not None:
                     ops = trial

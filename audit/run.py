@@ -3,16 +3,23 @@
 :func:`audit` reads every file once (:func:`fencepost.audit.log.read_ops`),
 numbers the operations, and sorts them by ``(stream, t0, worker, seq)`` with an
 external merge sort: at most ``memory_ops`` operations are held at once; fuller
-runs are pickled to temporary files and merged back (``heapq.merge``). The
-sorted operations go to one :class:`~fencepost.audit.stream.StreamAudit` per
+runs are pickled to temporary files and merged back ``FAN_IN`` at a time
+(``heapq.merge``; more runs are merged in passes), each run read back in chunks
+small enough that the chunks of one merge fit in ``memory_ops``. So the audit
+opens at most ``FAN_IN + 2`` files at once (it works under ``ulimit -n 16``) and
+holds at most about ``memory_ops`` operations, whatever the size of the log.
+The sorted operations go to one :class:`~fencepost.audit.stream.StreamAudit` per
 stream in turn, which holds only what is in flight (P-compositionality: each
 stream's registers are checked on their own, so a stream's verdict never
 waits for another's).
 
-Cost: O(n log n) time for n operations (the sort; the checks are O(n) on
-histories whose concurrency is bounded, see :mod:`fencepost.audit.register`);
-memory O(memory_ops + the largest stream's state in flight), independent of n
-and of the number of streams.
+A log that holds no operation is undecided (exit 4), never clean: a recorder
+that wrote nothing must not pass a CI job.
+
+Cost: O(n log n) time for n operations (the sort, plus one pass per merge
+level: log_FAN_IN(runs)); the checks are O(n) on histories whose concurrency is
+bounded, see :mod:`fencepost.audit.register`); memory O(memory_ops + the largest
+stream's state in flight), independent of n and of the number of streams.
 """
 
 from __future__ import annotations
@@ -31,13 +38,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO
 
-from fencepost.audit.log import LogStats, log_files, read_ops
+from fencepost.audit.log import ClockRegression, LogStats, log_files, read_ops
 from fencepost.audit.ops import Op
 from fencepost.audit.stream import StreamAudit, Truth
 from fencepost.audit.verdict import StreamVerdict, Violation
 
 _KEY = attrgetter("stream", "t0", "worker", "seq")
 _CHUNK = 4096
+#: Runs merged at once: the files open while sorting (and so ``ulimit -n``) stay bounded.
+FAN_IN = 8
 
 
 @dataclass
@@ -52,6 +61,13 @@ class AuditReport:
     torn: list[str] = field(default_factory=list)
     unfinished: int = 0
     spilled_runs: int = 0
+    merge_passes: int = 0
+    #: A worker whose invocation times went back: the log's real-time order is in doubt.
+    clock: list[ClockRegression] = field(default_factory=list)
+    #: Segments missing between the first and the last of a log: (log, number).
+    holes: list[tuple[str, int]] = field(default_factory=list)
+    #: Lines the recorder dropped without naming their stream.
+    unnamed_drops: int = 0
 
     @property
     def violations(self) -> list[Violation]:
@@ -67,11 +83,36 @@ class AuditReport:
         return [s for s in self.verdicts if s.dropped]
 
     @property
+    def doubts(self) -> list[str]:
+        """Why the log as a whole cannot be called correct (each makes the audit undecided)."""
+        out: list[str] = []
+        if not self.operations:
+            out.append(
+                "the log holds no operation: nothing was checked (is the recorder writing "
+                "to this file?)"
+            )
+        for log, number in self.holes:
+            out.append(f"segment {number} of log {log} is missing: the history has a hole")
+        if self.unnamed_drops:
+            out.append(
+                f"the recorder dropped {self.unnamed_drops} line(s) of streams it could not "
+                "name (disk full): every stream's history may be incomplete"
+            )
+        for c in self.clock:
+            out.append(
+                f"{c.where}: worker {c.worker}'s clock went back by {c.back_by} (its call before, "
+                f"at {c.earlier}, was invoked later): the log's order of calls cannot be "
+                "trusted; record with a monotonic clock"
+            )
+        return out
+
+    @property
     def exit_code(self) -> int:
-        """0 every property holds; 1 a violation; 4 undecided (budget or an incomplete log)."""
+        """0 every property holds; 1 a violation; 4 undecided (budget, an incomplete or
+        empty log, a clock that went back)."""
         if self.violations:
             return 1
-        if self.undecided or self.incomplete:
+        if self.undecided or self.incomplete or self.doubts:
             return 4
         return 0
 
@@ -96,37 +137,60 @@ def _pickler(out: BinaryIO) -> pickle.Pickler:
     return pickler
 
 
-def _spill(ops: list[Op], folder: str) -> str:
-    ops.sort(key=_KEY)
+def _write_run(ops: Iterable[Op], folder: str, chunk: int) -> str:
+    """Sorted ``ops`` pickled to a new file of ``folder``, ``chunk`` operations per record."""
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
     with os.fdopen(fd, "wb") as out:
         pickler = _pickler(out)
-        for i in range(0, len(ops), _CHUNK):
-            pickler.dump(ops[i : i + _CHUNK])
-            pickler.clear_memo()
+        batch: list[Op] = []
+        for op in ops:
+            batch.append(op)
+            if len(batch) >= chunk:
+                pickler.dump(batch)
+                pickler.clear_memo()
+                batch = []
+        if batch:
+            pickler.dump(batch)
     return path
 
 
 def _run(path: str) -> Iterator[Op]:
-    with open(path, "rb") as handle:
-        while True:
-            try:
-                chunk: list[Op] = pickle.load(handle)
-            except EOFError:
-                return
-            yield from chunk
+    """A run read back one chunk at a time; the file is deleted once read."""
+    try:
+        with open(path, "rb") as handle:
+            while True:
+                try:
+                    chunk: list[Op] = pickle.load(handle)
+                except EOFError:
+                    return
+                yield from chunk
+    finally:
+        os.unlink(path)
+
+
+def merge_chunk(memory_ops: int) -> int:
+    """Operations per pickled record: one record of each of ``FAN_IN`` runs being merged,
+    plus the one being written, fit in ``memory_ops``."""
+    return max(1, min(_CHUNK, memory_ops // (FAN_IN + 1)))
 
 
 def sorted_ops(ops: Iterable[Op], memory_ops: int, report: AuditReport) -> Iterator[Op]:
-    """``ops`` numbered in reading order and sorted by (stream, t0, worker, seq)."""
+    """``ops`` numbered in reading order and sorted by (stream, t0, worker, seq).
+
+    Runs of ``memory_ops`` operations are sorted in memory and spilled; while more
+    than :data:`FAN_IN` remain, the oldest ``FAN_IN`` are merged into one (a pass),
+    so no more than ``FAN_IN`` runs are ever open at once.
+    """
     buffer: list[Op] = []
+    chunk = merge_chunk(memory_ops)
     with tempfile.TemporaryDirectory(prefix="fencepost-audit-") as folder:
         runs: list[str] = []
         for index, op in enumerate(ops):
             op.index = index
             buffer.append(op)
             if len(buffer) >= memory_ops:
-                runs.append(_spill(buffer, folder))
+                buffer.sort(key=_KEY)
+                runs.append(_write_run(buffer, folder, chunk))
                 buffer = []
         report.spilled_runs = len(runs)
         if not runs:
@@ -134,9 +198,15 @@ def sorted_ops(ops: Iterable[Op], memory_ops: int, report: AuditReport) -> Itera
             yield from buffer
             return
         if buffer:
-            runs.append(_spill(buffer, folder))
+            buffer.sort(key=_KEY)
+            runs.append(_write_run(buffer, folder, chunk))
             buffer = []
             report.spilled_runs = len(runs)
+        while len(runs) > FAN_IN:
+            group, runs = runs[:FAN_IN], runs[FAN_IN:]
+            merged = heapq.merge(*(_run(r) for r in group), key=_KEY)
+            runs.append(_write_run(merged, folder, chunk))
+            report.merge_passes += 1
         yield from heapq.merge(*(_run(r) for r in runs), key=_KEY)
 
 
@@ -158,17 +228,28 @@ def audit_ops(
     truth: Callable[[str], Truth | None] | None = None,
     report: AuditReport | None = None,
     clock_skew: int = 0,
+    start: int | Callable[[], int | None] | None = None,
 ) -> AuditReport:
-    """Audit operations already read (see :func:`audit` for the arguments)."""
+    """Audit operations already read (see :func:`audit` for the arguments).
+
+    ``start``: when the log's knowledge of the history starts (its first segments
+    were deleted; :attr:`fencepost.audit.log.LogStats.start`), or a function giving it
+    once every operation is read; None: the log is whole.
+    """
     report = report if report is not None else AuditReport()
     if clock_skew:
         ops = widened(ops, clock_skew)
+
+    def knowledge_start() -> int | None:
+        known = start() if callable(start) else start
+        return None if known is None else known + clock_skew
+
     # The audit makes no reference cycles worth collecting while it runs, and the cyclic
     # collector's passes over hundreds of thousands of live operations only cost time.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _audit_sorted(ops, policy, budget, memory_ops, truth, report)
+        _audit_sorted(ops, policy, budget, memory_ops, truth, report, knowledge_start)
     finally:
         if collecting:
             gc.enable()
@@ -182,6 +263,7 @@ def _audit_sorted(
     memory_ops: int,
     truth: Callable[[str], Truth | None] | None,
     report: AuditReport,
+    knowledge_start: Callable[[], int | None],
 ) -> None:
     started = time.perf_counter()
     current: StreamAudit | None = None
@@ -195,6 +277,7 @@ def _audit_sorted(
                 policy=policy,
                 budget=budget,
                 truth=None if truth is None else truth(op.stream),
+                start=knowledge_start(),
             )
         current.add(op)
     if current is not None:
@@ -234,9 +317,13 @@ def audit(
         truth=truth,
         report=report,
         clock_skew=clock_skew,
+        start=lambda: stats.start,
     )
     report.files = stats.files
     report.torn = stats.torn
     report.unfinished = stats.unfinished
+    report.clock = stats.clock
+    report.holes = stats.holes
+    report.unnamed_drops = stats.unnamed_drops
     report.seconds = time.perf_counter() - started
     return report

@@ -26,6 +26,26 @@ A value at revision 0 must be the initial record ``(first epoch, nothing, 0,
 null)``. A property the log cannot decide (no membership or no checkpoint in
 the log for an epoch) is a note, never a verdict.
 
+**Where the log starts.** The log *holds the stream's creation* when a
+``create_stream`` answered with revision 0 comes before any call on the record
+or a checkpoint, invoked after the log's knowledge starts: then every register
+starts empty (no record, no checkpoint of any partition in any epoch), so a
+value no write in the log made, a checkpoint included, is a phantom, and only
+checkpoint *writes* certify a publication. Otherwise every register starts in a
+state the log never shows. When the log's first segments were deleted
+(``start``: every call of a deleted line ended at or before it), a call invoked
+before ``start`` may have taken effect before it, amid calls the log no longer
+shows: its answer constrains nothing (a read, or the value a conflict showed, is
+not fed to the register; a write counts as may-have-applied), and a member with
+no certification in the log may have certified before it (a note, not a
+violation). Calls invoked from ``start`` on are judged exactly.
+
+**Answers are checked against the question.** A checkpoint read for partition
+``p`` of epoch ``e`` must carry ``p`` and ``e`` (a store that files another
+partition's checkpoint under ``p`` is caught, and credits nobody's
+certification); a checkpoint write's answer must be the checkpoint of the key
+written; a list of an epoch's checkpoints holds each partition once.
+
 Cost: per operation O(1) plus its register's event cost (see
 :mod:`fencepost.audit.register`) and O(log n) for the shown values; memory
 O(operations in flight + attempts open + revisions and generations shown + one
@@ -37,10 +57,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fencepost.audit.ops import ATTEMPT, INF, Op, Status
 from fencepost.audit.register import (
+    ABSENT,
     CREATE,
     READ,
     UNKNOWN,
@@ -95,17 +116,21 @@ class StreamAudit:
         policy: str | None = None,
         budget: int = 2_000_000,
         truth: Truth | None = None,
+        start: int | None = None,
     ) -> None:
         self.stream = stream
         self.policy = policy
         self.budget = budget
         self.truth = truth
+        #: When the log's knowledge starts (None: the log is whole).
+        self.start = start
+        #: Whether the log holds the stream's creation (decided at its creation).
+        self.whole = False
         self.verdict = StreamVerdict(stream)
         self.record = Register("the publication record", Budget(budget))
         self.checkpoints: dict[tuple[int, str], Register] = {}
         self.memberships: dict[int, Membership] = {}
         self.first_epoch: int | None = None
-        self.created = False
         self._completions: list[tuple[float, int, int, Op]] = []
         self._regops: dict[int, list[tuple[Register, RegOp]]] = {}
         self._tie = 0
@@ -132,6 +157,8 @@ class StreamAudit:
     def add(self, op: Op) -> None:
         """The next operation by invocation time."""
         self._advance(op.t0)
+        if op.kind == "create_stream" and not self.record.operations and not self.checkpoints:
+            self._creation(op)
         self.verdict.operations += 1
         if op.attempt is not None and op.kind != ATTEMPT:
             self._attempts.setdefault(op.attempt, _Attempt()).ops.append(op)
@@ -169,19 +196,46 @@ class StreamAudit:
 
     # --- registers ---------------------------------------------------------------
 
+    def _creation(self, op: Op) -> None:
+        """A creation before any call on a register: does the log hold the stream's creation?"""
+        self.whole = (
+            op.kind == "create_stream"
+            and op.status is Status.OK
+            and op.result.revision == 0
+            and not self._before_start(op)
+        )
+        if self.whole:  # nothing existed before this call: no record, no checkpoint
+            self.record = Register(
+                "the publication record", Budget(self.budget), frozenset({(ABSENT, None)})
+            )
+
+    def _before_start(self, op: Op) -> bool:
+        """Invoked before the log's knowledge starts: it may have taken effect amid calls
+        of deleted segments."""
+        return self.start is not None and op.t0 <= self.start
+
     def _cp_register(self, epoch: int, partition: str) -> Register:
         key = (epoch, partition)
         reg = self.checkpoints.get(key)
         if reg is None:
+            initial = (
+                frozenset({(0, None)}) if self.whole else frozenset({(0, None), (UNKNOWN, WILD)})
+            )
             reg = Register(
-                f"the checkpoint of {partition} in epoch {epoch}",
-                Budget(self.budget),
-                frozenset({(0, None), (UNKNOWN, WILD)}),
+                f"the checkpoint of {partition} in epoch {epoch}", Budget(self.budget), initial
             )
             self.checkpoints[key] = reg
         return reg
 
     def _feed(self, register: Register, r: RegOp) -> None:
+        if self._before_start(r.op):
+            if r.kind == READ:
+                return  # what it showed may predate calls the log no longer holds
+            # A write (or creation) that may have applied, then or before the start:
+            # in flight until no configuration can apply it any more, never completed.
+            register.invoke(RegOp(replace(r.op, t1=INF), r.kind, r.rev, r.value, False, r.init))
+            self._collect(register)
+            return
         register.invoke(r)
         self._collect(register)
         if r.op.t1 != INF:
@@ -270,7 +324,6 @@ class StreamAudit:
 
     def _on_create_stream(self, op: Op) -> None:
         membership: Membership = op.args["membership"]
-        self.created = True
         if self.first_epoch is None:
             self.first_epoch = membership.epoch
         self.memberships.setdefault(membership.epoch, membership)
@@ -344,19 +397,49 @@ class StreamAudit:
     def _on_read_checkpoint(self, op: Op) -> None:
         if op.status is not Status.OK:
             return
-        self._cp_epochs.add(op.args["epoch"])
-        self._read_cp(op.args["epoch"], op.args["partition"], op.result, op)
+        epoch, partition = op.args["epoch"], op.args["partition"]
+        self._cp_epochs.add(epoch)
+        if self._misfiled(op.result, epoch, partition, op):
+            return
+        self._read_cp(epoch, partition, op.result, op)
 
     def _on_read_checkpoints(self, op: Op) -> None:
         if op.status is not Status.OK:
             return
         epoch = op.args["epoch"]
         self._cp_epochs.add(epoch)
-        found = {c.partition: c for c in op.result}
+        found: dict[str, Checkpoint] = {}
+        for c in op.result:
+            if self._misfiled(c, epoch, c.partition, op):
+                return
+            if c.partition in found:
+                self._violation(
+                    LINEARIZABILITY,
+                    f"{op_words(op)} returned two checkpoints of {c.partition} for epoch "
+                    f"{epoch} (generations {found[c.partition].generation} and "
+                    f"{c.generation}): a partition has one checkpoint per epoch",
+                    (op,),
+                )
+                return
+            found[c.partition] = c
         members = self.memberships.get(epoch)
         names = set(found) | (set(members.partitions) if members is not None else set())
         for partition in sorted(names):
             self._read_cp(epoch, partition, found.get(partition), op)
+
+    def _misfiled(self, cp: Checkpoint | None, epoch: int, partition: str, op: Op) -> bool:
+        """An answer carrying another key's checkpoint than the one asked (or written): a
+        violation, and nobody's certification."""
+        if cp is None or (cp.epoch == epoch and cp.partition == partition):
+            return False
+        self._violation(
+            LINEARIZABILITY,
+            f"{op_words(op)} asked for the checkpoint of {partition} in epoch {epoch} and got "
+            f"{cp.partition}'s of epoch {cp.epoch} ({cp.cut}, generation {cp.generation}): "
+            "an answer must be the checkpoint of the partition and epoch asked for",
+            (op,),
+        )
+        return True
 
     def _read_cp(self, epoch: int, partition: str, cp: Checkpoint | None, op: Op) -> None:
         generation = 0 if cp is None else cp.generation
@@ -364,7 +447,8 @@ class StreamAudit:
         self._feed(reg, RegOp(op, READ, generation, checkpoint_value(cp), True))
         if cp is not None:
             self._show_checkpoint(epoch, partition, cp, op)
-            self._certifies(cp, op)
+            if not self.whole:  # it may have been written before the log began
+                self._certifies(cp, op)
 
     def _on_write_checkpoint(self, op: Op) -> None:
         cp: Checkpoint = op.args["checkpoint"]
@@ -377,6 +461,8 @@ class StreamAudit:
         if op.status is Status.INDEFINITE:
             self._feed(reg, RegOp(op, WRITE, expected, checkpoint_value(cp), False))
             self._certifies(cp, op)
+            return
+        if self._misfiled(op.result, cp.epoch, cp.partition, op):
             return
         if op.status is Status.OK:
             stored: Checkpoint = op.result
@@ -557,7 +643,7 @@ class StreamAudit:
         rec, op = self._shown_record.values[rev]
         m = self.memberships.get(rec.epoch)
         if m is None:
-            if self.created:
+            if self.whole:
                 self._violation(
                     Property.SOUNDNESS.value,
                     f"revision {rev} publishes {rec.cut} in epoch {rec.epoch}, an epoch with no "
@@ -580,12 +666,22 @@ class StreamAudit:
         else:
             certified: dict[str, Cut] = {}
             witnesses: list[Op] = []
+            unknown: list[str] = []
             for partition in sorted(m.partitions):
                 times, bests = self._progress.get((rec.epoch, partition, m.scope), ([], []))
                 i = bisect_right(times, deadline) - 1
                 if i >= 0:
                     certified[partition] = bests[i][0]
                     witnesses.append(bests[i][1])
+                elif not self.whole:  # it may have certified before the log began
+                    certified[partition] = rec.cut
+                    unknown.append(partition)
+            if unknown:
+                self._note(
+                    f"epoch {rec.epoch}: no certification of {', '.join(unknown)} in the log "
+                    "(the log does not hold the stream's creation); certified support judged "
+                    "for the other members only"
+                )
             try:
                 found = judge_publication_write(
                     order, rec, rec, self.policy or "monotone", m, certified
@@ -664,6 +760,12 @@ class StreamAudit:
     def _judge_attempt(self, line: Op) -> None:
         assert line.attempt is not None
         attempt = self._attempts.pop(line.attempt, None)
+        if self._before_start(line):
+            self._note(
+                "an attempt begun before the log's first kept segment: some of its calls may "
+                "be in deleted segments, so its outcome is not judged"
+            )
+            return
         ops = sorted(attempt.ops if attempt else [], key=lambda o: o.seq)
         log = AttemptLog(line.args["policy"])
         membership: Membership | None = None

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType, TracebackType
 from typing import Any
-from xml.etree import ElementTree
 
 BACKENDS = ("memory", "sqlite", "postgres")
 
@@ -568,29 +567,23 @@ class Scheduler:
 
 
 def junit_xml(results: list[PartResult]) -> str:
-    """The results as a JUnit XML test suite (one test case per part)."""
-    from fencepost.harness.report import xml_text
+    """The results as JUnit XML (one test case per part), by the one JUnit writer."""
+    from fencepost.reports.junit import Case, Outcome, Suite
+    from fencepost.reports.junit import junit_xml as write
 
-    failures = sum(not r.ok for r in results)
-    suite = ElementTree.Element(
-        "testsuite",
-        name="fencepost check",
-        tests=str(len(results)),
-        failures=str(failures),
-        errors="0",
-        time=f"{sum(r.seconds for r in results):.3f}",
-    )
-    for r in results:
-        case = ElementTree.SubElement(
-            suite, "testcase", classname="fencepost.check", name=r.name, time=f"{r.seconds:.3f}"
+    cases = tuple(
+        Case(
+            "fencepost.check",
+            r.name,
+            r.seconds,
+            None
+            if r.ok
+            else Outcome("failure", r.summary, None, "\n\n".join(r.details) or r.summary),
+            r.summary if r.ok else None,
         )
-        if not r.ok:
-            failure = ElementTree.SubElement(case, "failure", message=xml_text(r.summary))
-            failure.text = xml_text("\n\n".join(r.details) or r.summary)
-        else:
-            out = ElementTree.SubElement(case, "system-out")
-            out.text = xml_text(r.summary)
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+        for r in results
+    )
+    return write(Suite("fencepost check", cases))
 
 
 @dataclass

@@ -29,9 +29,13 @@ The result is plain data (:class:`ConformReport`); rendering it is
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from fencepost.harness.algebra import (
@@ -64,7 +68,7 @@ from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import Action
 from fencepost.harness.seeds import FAMILIES, FAMILY_LEVELS, ExhaustiveCase, family_of, seed_for
 from fencepost.harness.shrink import shrink
-from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory, ending_problem
 from fencepost.harness.world import WorldSetup
 from fencepost.inputs.jsonlines import (
     MessageError,
@@ -77,6 +81,26 @@ Progress = Callable[[str, int, int | None], None]
 
 def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
+
+
+#: The shortest and the longest time (seconds) a SUT may be given to answer a message.
+#: Below the shortest a correct SUT is judged by the machine's load, not by what it does (a
+#: process needs a scheduler tick or two to answer; ``--timeout 1e-9`` failed every SUT);
+#: above the longest the clock arithmetic overflows.
+TIMEOUT_RANGE = (0.5, 86400.0)
+#: The most random schedules one run may ask for (a million runs take days already).
+MAX_SCHEDULES = 1_000_000
+
+
+def timeout_problem(seconds: float) -> str | None:
+    """Why ``seconds`` cannot be a SUT's time limit, or None when it can (NaN and inf can't)."""
+    low, high = TIMEOUT_RANGE
+    if not math.isfinite(seconds) or not low <= seconds <= high:
+        return (
+            f"{seconds!r} is not a number of seconds from {low:g} to {high:g}; below "
+            f"{low:g} s a correct SUT fails on a busy machine"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -158,6 +182,9 @@ class ConformReport:
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
+    #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
+    #: and no verdict.
+    interrupted: str | None = None
 
     def warnings(self) -> tuple[str, ...]:
         """Situations the tested levels can reach that no run exercised."""
@@ -165,7 +192,7 @@ class ConformReport:
 
     @property
     def ok(self) -> bool:
-        return not self.failures and self.problem is None
+        return not self.failures and self.problem is None and self.interrupted is None
 
     @property
     def messages(self) -> int:
@@ -242,13 +269,9 @@ def greet_keeping(
         lines.append(TranscriptLine(0, "probe", "->", bye))
         channel.send(bye, timeout)
         status = channel.close(SHUTDOWN_GRACE)
-        if status != 0:
-            how = (
-                "did not exit after shutdown (killed)"
-                if status is None
-                else f"exited with status {status} after shutdown"
-            )
-            return msg, failed(Rule.SHUTDOWN, how), None
+        problem = ending_problem(channel, status, SHUTDOWN_GRACE)
+        if problem is not None:
+            return msg, failed(*problem), None
         return msg, None, None
     except SutFailure as failure:
         return None, failed(failure.rule, failure.message), None
@@ -369,6 +392,8 @@ class _Phases:
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        #: The phase running now (None between phases).
+        self.running: str | None = None
 
     @property
     def stop(self) -> bool:
@@ -378,6 +403,7 @@ class _Phases:
     def _ended(
         self, name: str, runs: int, messages: int, started: float, failure: Failure | None
     ) -> None:
+        self.running = None
         self.done.append(
             Phase(name, runs, messages, time.monotonic() - started, failure is not None)
         )
@@ -385,7 +411,7 @@ class _Phases:
             self.failures.append(dataclasses.replace(failure, phase=name))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
-        name = PROBES_PHASE
+        name = self.running = PROBES_PHASE
         started = time.monotonic()
         self.progress(name, 0, 1)
         result = run_probes(factory, levels, timeout=self.options.timeout)
@@ -402,6 +428,7 @@ class _Phases:
         self._ended(name, 1, result.messages, started, failure)
 
     def run(self, name: str, cases: list[int], factory: SutFactory) -> None:
+        self.running = name
         started = time.monotonic()
         messages = 0
         for i, seed in enumerate(cases):
@@ -425,7 +452,7 @@ class _Phases:
         self._ended(name, len(cases), messages, started, None)
 
     def exhaustive(self, base: str, factory: SutFactory) -> None:
-        name = exhaustive_phase(base, self.options.depth)
+        name = self.running = exhaustive_phase(base, self.options.depth)
         started = time.monotonic()
         messages = runs = 0
         for case, result in exhaustive(
@@ -559,8 +586,12 @@ def conform(
         used = pool
     phases = _Phases(progress, options, integers)
 
-    def report(problem: str | None = None) -> ConformReport:
-        if pool is not None:
+    def report(problem: str | None = None, interrupted: str | None = None) -> ConformReport:
+        if interrupted is not None:  # no graceful shutdowns, no confirming runs: stop now
+            if pool is not None:
+                pool.abandon()
+            factory.close()
+        elif pool is not None:
             pool.close()
             for p in pool.problems:
                 phases.failures.append(
@@ -589,15 +620,34 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            interrupted=interrupted,
         )
 
+    try:
+        return _run_phases(options, phases, used, declared, tested, broken, report)
+    except KeyboardInterrupt:
+        with _no_second_interrupt():
+            return report(interrupted=phases.running or "between phases")
+
+
+def _run_phases(
+    options: ConformOptions,
+    phases: _Phases,
+    used: SutFactory,
+    declared: tuple[str, ...],
+    tested: tuple[str, ...],
+    broken: Failure | None,
+    report: Callable[..., ConformReport],
+) -> ConformReport:
+    """Every phase of :func:`conform`, in order; ``report`` builds the report."""
+    declared_levels = ", ".join(sorted(options.levels))
     if broken is not None:
         phases.failures.append(broken)
         return report()
     if not tested:
         return report(
-            f"the SUT implements {', '.join(declared) or 'no level'}; none of the requested "
-            f"levels ({', '.join(sorted(options.levels))}) can be tested",
+            f"the SUT implements {', '.join(declared) or 'no level'}; none of the "
+            f"requested levels ({declared_levels}) can be tested",
         )
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= set(tested)]
     rng = random.Random(options.seed)
@@ -629,6 +679,20 @@ def conform(
         if wanted("random schedules"):
             phases.run("random schedules", seeds, used)
     return report()
+
+
+@contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """SIGINT ignored while a Ctrl-C is being handled (every SUT process being ended): a
+    second one must not leave processes behind. Main thread only, where signals go."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def replay(

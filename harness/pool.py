@@ -40,7 +40,7 @@ from fencepost.harness.protocol import (
     shutdown_message,
 )
 from fencepost.harness.rules import Rule, SutFailure
-from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory, ending_problem
 from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
@@ -94,28 +94,45 @@ class SutPool:
         self.reused += 1
         return idle.pop()
 
-    def release(self, channel: Channel) -> str | None:
-        """Reset ``channel`` and keep it; on failure kill it and say why (a ``reset`` breach)."""
+    def release(self, channel: Channel) -> tuple[Rule, str] | None:
+        """Reset ``channel`` and keep it; on failure kill it and say why: a ``reset`` breach,
+        or ``call_pairing`` when an answer to a request arrived where ``reset_ok`` was due
+        (an answer written twice: the extra line is the fault, not the reset)."""
         try:
             channel.send(encode(reset_message()), self.timeout)
             line = channel.receive(self.timeout)
         except SutFailure as failure:
             channel.close(0.3)
-            return f"reset failed: {failure.message}"
+            return (Rule.RESET, f"reset failed: {failure.message}")
         try:
             answer = parse_sut_message(line)
         except MessageError as exc:
             channel.close(0.3)
-            return f"reset was answered with {exc}"
+            return (Rule.RESET, f"reset was answered with {exc}")
         if not isinstance(answer, ResetOk):
             channel.close(0.3)
-            return f"reset must be answered with reset_ok; got {line[:200]!r}"
+            if getattr(answer, "id", None) is not None:
+                return (
+                    Rule.CALL_PAIRING,
+                    f"an answer to a request already answered arrived after the run, where "
+                    f"reset_ok was due: {line[:200]!r} (an answer written twice?)",
+                )
+            return (Rule.RESET, f"reset must be answered with reset_ok; got {line[:200]!r}")
         self._idle.setdefault(channel.worker, []).append(channel)
         return None
 
     def discard(self, channel: Channel) -> None:
         """Kill a process that cannot be reused (it failed, or a request is in progress)."""
         channel.close(0.3)
+
+    def abandon(self) -> None:
+        """Kill every kept process at once, with no shutdown message (a Ctrl-C: no verdict
+        is reached, so nobody waits for a graceful exit)."""
+        for channels in self._idle.values():
+            for channel in channels:
+                channel.close(0.0)
+        self._idle.clear()
+        self.factory.close()
 
     def close(self) -> None:
         """Shut every kept process down; remember each that did not exit with status 0."""
@@ -124,14 +141,10 @@ class SutPool:
                 with contextlib.suppress(SutFailure, OSError):
                     channel.send(encode(shutdown_message()), self.timeout)
                 status = channel.close(SHUTDOWN_GRACE)
-                if status != 0:
-                    how = (
-                        f"did not exit within {SHUTDOWN_GRACE:g}s of shutdown (killed)"
-                        if status is None
-                        else f"exited with status {status} after shutdown"
-                    )
+                problem = ending_problem(channel, status, SHUTDOWN_GRACE)
+                if problem is not None:
                     self.problems.append(
-                        PoolProblem(worker, Rule.SHUTDOWN, how, channel.stderr_tail())
+                        PoolProblem(worker, problem[0], problem[1], channel.stderr_tail())
                     )
         self._idle.clear()
         self.factory.close()

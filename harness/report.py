@@ -18,7 +18,6 @@ and no steps. Replaying runs exactly the stored steps (no search, no shrink).
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from fencepost.harness.algebra import (
     describe_case,
     run_algebra,
 )
-from fencepost.harness.conformance import ConformReport, Failure, Phase, describe_seed
+from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -47,31 +46,13 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError, WorldSetup
-from fencepost.inputs.jsonlines import (
-    MessageError,
-)
+from fencepost.inputs.files import NotRegularFile, open_regular
+from fencepost.inputs.jsonlines import MessageError, decode_line
 from fencepost.judge.values import BadValue
+from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
+from fencepost.reports.text import printable
 
 REGRESSION_VERSION = 1
-
-
-def printable(text: str) -> str:
-    """``text`` safe for a terminal or a text file: every string from a SUT is untrusted.
-
-    Lone surrogates (``"\\ud800"`` from a JSON escape) cannot be written as UTF-8,
-    and control characters (an escape sequence, a carriage return) would rewrite
-    the reader's terminal: both are shown as escapes. Newlines and tabs stay.
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\n\t" or (0x20 <= code < 0x7F) or (code >= 0xA0 and not 0xD800 <= code <= 0xDFFF):
-            out.append(ch)
-        elif code < 0x100:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(f"\\u{code:04x}")
-    return "".join(out)
 
 
 def replay_hint(failure: Failure, command: str) -> str:
@@ -119,6 +100,12 @@ def render_failure(failure: Failure, command: str, *, transcript: bool = True) -
 def render_summary(report: ConformReport, command: str) -> str:
     """The plain-text summary ``fencepost conform`` prints on stdout."""
     verdict = "CONFORMANT" if report.ok else "NOT CONFORMANT"
+    if report.interrupted is not None:
+        verdict = (
+            f"INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict; every SUT process was "
+            f"ended; what ran before ({len(report.phases)} phase(s) done"
+            f"{', failures found so far below' if report.failures else ''}):"
+        )
     rate = report.messages / report.seconds if report.seconds > 0 else 0.0
     out = [
         f"fencepost conform: {verdict}",
@@ -204,6 +191,7 @@ def failure_json(failure: Failure) -> dict[str, object]:
 def report_json(report: ConformReport) -> dict[str, object]:
     return {
         "conformant": report.ok,
+        "interrupted": report.interrupted,
         "sut": report.sut,
         "sut_name": report.sut_name,
         "declared": list(report.declared),
@@ -231,94 +219,62 @@ def report_json(report: ConformReport) -> dict[str, object]:
     }
 
 
-def write_junit(path: Path, report: ConformReport, command: str) -> None:
-    """JUnit XML: one test case per phase, each failing phase carrying its own failure.
+def junit_suite(report: ConformReport, command: str) -> Suite:
+    """The report as a JUnit suite: one test case per phase, each failing phase carrying its
+    own failure; a failure of no phase, and a level problem, a case of their own.
 
     Suite properties carry the SUT, the levels, the integer range and the
     situation coverage (``coverage.<situation>``: runs that exercised it).
     """
-    suites = ET.Element("testsuites")
     by_phase = {f.phase: f for f in report.failures if f.phase}
-    loose = [
-        f for f in report.failures if not f.phase or f.phase not in {p.name for p in report.phases}
+    names = {p.name for p in report.phases}
+    loose = [f for f in report.failures if not f.phase or f.phase not in names]
+    cases = [
+        Case(
+            "fencepost.conform",
+            phase.name,
+            phase.seconds,
+            _junit_failure(by_phase[phase.name], command)
+            if phase.failed and phase.name in by_phase
+            else None,
+        )
+        for phase in report.phases
     ]
-    cases = len(report.phases) + len(loose) + (1 if report.problem else 0)
-    failed = sum(1 for p in report.phases if p.failed) + len(loose) + (1 if report.problem else 0)
-    suite = ET.SubElement(
-        suites,
-        "testsuite",
-        name="fencepost conform",
-        tests=str(cases),
-        failures=str(failed),
-        errors="0",
-        time=f"{report.seconds:.3f}",
-    )
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="sut", value=xml_text(report.sut))
-    ET.SubElement(props, "property", name="levels", value=",".join(report.tested))
-    ET.SubElement(props, "property", name="integers", value=report.integers)
-    for situation in Situation:
-        ET.SubElement(
-            props,
-            "property",
-            name=f"coverage.{situation.value}",
-            value=str(report.coverage.runs.get(situation, 0)),
-        )
-    for phase in report.phases:
-        case = _junit_case(suite, phase)
-        failure = by_phase.get(phase.name)
-        if phase.failed and failure is not None:
-            _junit_failure(case, failure, command)
-    for failure in loose:
-        name = failure.phase or failure.family
-        _junit_failure(
-            ET.SubElement(suite, "testcase", classname="fencepost.conform", name=name),
-            failure,
-            command,
-        )
+    cases += [
+        Case("fencepost.conform", f.phase or f.family, None, _junit_failure(f, command))
+        for f in loose
+    ]
     if report.problem:
-        case = ET.SubElement(suite, "testcase", classname="fencepost.conform", name="levels")
-        ET.SubElement(case, "failure", message=xml_text(report.problem), type="levels")
-    if report.warnings():
-        out = ET.SubElement(suite, "system-out")
-        out.text = xml_text("\n".join(report.warnings()))
-    ET.indent(suites)
-    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
-
-
-def _junit_failure(case: ET.Element, failure: Failure, command: str) -> None:
-    node = ET.SubElement(
-        case,
-        "failure",
-        message=xml_text(str(failure.violation)),
-        type=failure.violation.rule.value,
+        cases.append(
+            Case("fencepost.conform", "levels", None, Outcome("failure", report.problem, "levels"))
+        )
+    properties = [
+        ("sut", report.sut),
+        ("levels", ",".join(report.tested)),
+        ("integers", report.integers),
+    ]
+    properties += [(f"coverage.{s.value}", str(report.coverage.runs.get(s, 0))) for s in Situation]
+    warnings = report.warnings()
+    return Suite(
+        "fencepost conform",
+        tuple(cases),
+        report.seconds,
+        tuple(properties),
+        "\n".join(warnings) if warnings else None,
     )
-    node.text = xml_text(render_failure(failure, command))
 
 
-def xml_text(text: str) -> str:
-    """``text`` with every character XML 1.0 cannot carry shown as an escape.
-
-    A SUT's messages are untrusted: control characters and lone surrogates in
-    them would make the report unreadable (``\x07`` becomes ``\\x07``).
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\t\n\r" or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or code > 0xFFFF:
-            out.append(ch)
-        else:
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out)
+def write_junit(path: Path, report: ConformReport, command: str) -> None:
+    """JUnit XML of :func:`junit_suite` (the one writer, :mod:`fencepost.reports.junit`)."""
+    path.write_text(junit_xml(junit_suite(report, command)), encoding="utf-8")
 
 
-def _junit_case(suite: ET.Element, phase: Phase) -> ET.Element:
-    return ET.SubElement(
-        suite,
-        "testcase",
-        classname="fencepost.conform",
-        name=phase.name,
-        time=f"{phase.seconds:.3f}",
+def _junit_failure(failure: Failure, command: str) -> Outcome:
+    return Outcome(
+        "failure",
+        str(failure.violation),
+        failure.violation.rule.value,
+        render_failure(failure, command),
     )
 
 
@@ -405,8 +361,10 @@ MAX_REGRESSION_BYTES = 16 << 20
 def _read_bounded(path: Path) -> str:
     """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_REGRESSION_BYTES + 1)
+    except NotRegularFile as exc:
+        raise RegressionError(f"{path}: {exc.reason}") from None
     except OSError as exc:
         raise RegressionError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_REGRESSION_BYTES:
@@ -419,6 +377,13 @@ def _read_bounded(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def _problem(exc: MessageError) -> str:
+    """The one JSON-lines reader's refusal, without its ``line`` prefix."""
+    if exc.field == "line":
+        return exc.problem
+    return f"{exc.field.removeprefix('line.')}: {exc.problem}"
 
 
 def _names_in(action: Action) -> list[tuple[str, str]]:
@@ -444,13 +409,9 @@ def load_regression(path: Path) -> Regression:
     objects: list[tuple[int, dict[str, object]]] = []
     for number, line in numbered:
         try:
-            obj = json.loads(line)
-        except RecursionError:
-            raise RegressionError(f"{path}:{number}: nested too deeply to be a step") from None
-        except ValueError as exc:
-            raise RegressionError(f"{path}:{number}: not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise RegressionError(f"{path}:{number}: each line is a JSON object")
+            obj = decode_line(line)
+        except MessageError as exc:
+            raise RegressionError(f"{path}:{number}: {_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:

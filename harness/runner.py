@@ -62,7 +62,7 @@ from fencepost.harness.schedule import (
     describe,
 )
 from fencepost.harness.serving import MAX_CALLS_PER_REQUEST, Conversation, _Request, _Worker
-from fencepost.harness.transport import SHUTDOWN_GRACE, SutFactory
+from fencepost.harness.transport import SHUTDOWN_GRACE, SutFactory, ending_problem
 from fencepost.harness.world import INJECT_KINDS, World, WorldSetup
 from fencepost.inputs.jsonlines import (
     MessageError,
@@ -562,7 +562,7 @@ class Run(Conversation):
                 else:
                     problem = pool.release(channel)
                     if problem is not None:
-                        self._violate([(Rule.RESET, problem)], worker.name)
+                        self._violate([problem], worker.name)
                         self._stderr[worker.name] = channel.stderr_tail()
                 continue
             if not worker.failed:
@@ -570,13 +570,9 @@ class Run(Conversation):
                     self._send(worker, shutdown_message())
             grace = SHUTDOWN_GRACE if clean else 0.3
             status = channel.close(grace)
-            if clean and status != 0:
-                how = (
-                    f"did not exit within {grace:g}s of shutdown (killed)"
-                    if status is None
-                    else f"exited with status {status} after shutdown"
-                )
-                self._violate([(Rule.SHUTDOWN, how)], worker.name)
+            problem = ending_problem(channel, status, grace) if clean else None
+            if problem is not None:
+                self._violate([problem], worker.name)
             if self._violations and any(v.worker == worker.name for v in self._violations):
                 self._stderr[worker.name] = channel.stderr_tail()
         self._finished = RunResult(

@@ -57,7 +57,7 @@ from fencepost.harness.schedule import (
     mode_words,
 )
 from fencepost.harness.session import BLANK_LINE
-from fencepost.harness.transport import Channel
+from fencepost.harness.transport import Channel, stray_words
 from fencepost.harness.world import World, WorldSetup
 from fencepost.inputs.jsonlines import (
     JSONObject,
@@ -173,7 +173,9 @@ class Conversation:
         if extra is not None:
             self._note(worker.name, "<-", extra)
             raise SutFailure(
-                Rule.CALL_PAIRING, f"unsolicited output while idle: {extra[:200]!r}", worker.name
+                Rule.CALL_PAIRING,
+                f"unsolicited output while idle: {extra[:200]!r} {stray_words(extra)}",
+                worker.name,
             )
 
     def _await(self, worker: _Worker) -> str:

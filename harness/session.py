@@ -22,7 +22,13 @@ from fencepost.harness.protocol import (
 )
 from fencepost.harness.results import TranscriptLine
 from fencepost.harness.rules import Rule, SutFailure, Violation
-from fencepost.harness.transport import SHUTDOWN_GRACE, Channel, SutFactory
+from fencepost.harness.transport import (
+    SHUTDOWN_GRACE,
+    Channel,
+    SutFactory,
+    ending_problem,
+    stray_words,
+)
 from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
@@ -89,8 +95,7 @@ class LineSession:
             when = "right after hello_ok" if self.fresh else "while idle"
             raise SutFailure(
                 Rule.CALL_PAIRING,
-                f"unsolicited output {when}: {extra[:200]!r} answers no request "
-                "(write nothing but answers to stdout; logs go to stderr)",
+                f"unsolicited output {when}: {extra[:200]!r} {stray_words(extra)}",
                 self.worker,
             )
 
@@ -179,17 +184,23 @@ class LineSession:
             return (
                 None
                 if problem is None
-                else Violation(Rule.RESET, problem, self.case_no, self.worker)
+                else Violation(problem[0], problem[1], self.case_no, self.worker)
             )
+        if clean:
+            # Stray output is the SUT's fault under its own rule (an answer written twice is
+            # call_pairing): found here, never swallowed with the shutdown it would stop.
+            try:
+                self.check_idle()
+            except SutFailure as failure:
+                self.channel.close(0.3)
+                return Violation(failure.rule, failure.message, self.case_no, self.worker)
+        text = encode(shutdown_message())
+        self.note("->", text)
         with contextlib.suppress(SutFailure, OSError):
-            self.send(encode(shutdown_message()))
+            self.channel.send(text, self.timeout)
         grace = SHUTDOWN_GRACE if clean else 0.3
         status = self.channel.close(grace)
-        if clean and status != 0:
-            how = (
-                f"did not exit within {grace:g}s of shutdown (killed)"
-                if status is None
-                else f"exited with status {status} after shutdown"
-            )
-            return Violation(Rule.SHUTDOWN, how, self.case_no, self.worker)
+        problem = ending_problem(self.channel, status, grace) if clean else None
+        if problem is not None:
+            return Violation(problem[0], problem[1], self.case_no, self.worker)
         return None

@@ -41,6 +41,8 @@ from fencepost.harness.rules import Rule, SutFailure
 from fencepost.inputs.jsonlines import (
     MAX_LINE_BYTES,
     LineIO,
+    MessageError,
+    decode_line,
 )
 
 _READ_CHUNK = 1 << 16
@@ -63,6 +65,43 @@ def startup_hang(budget: float, worker: str) -> SutFailure:
         "(--startup-timeout; the per-message --timeout applies after it)",
         worker,
     )
+
+
+def stray_words(line: str) -> str:
+    """What an unasked line is, in words: an answer carrying a request id while none is
+    due is an answer written twice (or to a request never sent)."""
+    try:
+        data = decode_line(line)
+    except MessageError:
+        return "answers no request (write nothing but answers to stdout; logs go to stderr)"
+    if "id" in data and data.get("type") != "call":
+        return (
+            f"answers request {data['id']!r} while no answer was due: an answer written "
+            "twice, or to a request never sent"
+        )
+    return "answers no request (write nothing but answers to stdout; logs go to stderr)"
+
+
+def ending_problem(channel: Channel, status: int | None, grace: float) -> tuple[Rule, str] | None:
+    """What ending a SUT process after ``shutdown`` says about it, if anything.
+
+    A line nobody asked for, written before it exited (an answer written twice, a log
+    line on stdout), is a ``call_pairing`` breach, and it comes first: a SUT that wrote
+    its answer twice must be told so, not blamed for how it ended. Otherwise an exit
+    status other than 0, or no exit within ``grace``, is a ``shutdown`` breach.
+    """
+    extra = channel.leftover()
+    if extra is not None:
+        return (
+            Rule.CALL_PAIRING,
+            f"a line after its last answer, written while it was shutting down: {extra!r} "
+            f"{stray_words(extra)}",
+        )
+    if status == 0:
+        return None
+    if status is None:
+        return (Rule.SHUTDOWN, f"did not exit within {grace:g}s of shutdown (killed)")
+    return (Rule.SHUTDOWN, f"exited with status {status} after shutdown")
 
 
 class Channel(Protocol):
@@ -94,7 +133,14 @@ class Channel(Protocol):
         """End the SUT: wait ``grace`` seconds for it to exit, then kill it and reap it.
 
         Returns its exit status if it exited by itself, None if it had to be killed.
+        What the SUT writes meanwhile is kept for :meth:`leftover`.
         """
+        ...
+
+    def leftover(self) -> str | None:
+        """After :meth:`close`: the first line the SUT wrote that nobody read (an answer
+        written twice, output after shutdown), or None. Its rule is ``call_pairing``, never
+        ``shutdown``: the harness must not blame the ending for an extra line."""
         ...
 
     def stderr_tail(self) -> str:
@@ -170,6 +216,9 @@ class SubprocessChannel:
         self._eof = False
         self._closed = False
         self._tail: str | None = None
+        self._leftover: str | None = None
+        #: The process and its group are gone (set last by :meth:`close`).
+        self.ended = False
 
     @property
     def worker(self) -> str:
@@ -263,24 +312,52 @@ class SubprocessChannel:
         if self._closed:
             return self._proc.returncode
         self._closed = True
-        status: int | None
+        status: int | None = None
         try:
-            status = self._proc.wait(timeout=grace)
+            status = self._await_exit(grace)
+        finally:
+            # Whatever happened meanwhile (a Ctrl-C included): kill the whole group, the
+            # SUT's own children included, then reap the leader; then whatever left the
+            # group (a new session) but still carries its token.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+            kill_escaped(self._token)
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._tail = self._read_tail()
+            self._stderr.close()
+            self.ended = True
+        return status
+
+    def _await_exit(self, grace: float) -> int | None:
+        """Wait up to ``grace`` for the SUT to exit, reading what it writes meanwhile (an
+        answer written twice shows up here) into :meth:`leftover`."""
+        deadline = time.monotonic() + grace
+        # Until it exits; then what it left in the pipe (a descendant may keep the pipe
+        # open, so no end of file may ever come).
+        while not self._eof:
+            if self._proc.poll() is not None:
+                while not self._eof and self._fill(0.0):
+                    pass
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._fill(min(remaining, 0.05))
+        try:
+            status: int | None = self._proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             status = None
-        # Kill the whole group, the SUT's own children included, then reap the leader;
-        # then whatever left the group (a new session) but still carries its token.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
-        kill_escaped(self._token)
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        self._tail = self._read_tail()
-        self._stderr.close()
+        if self._buffer:
+            line = bytes(self._buffer[:200]).split(b"\n", 1)[0]
+            self._leftover = line.decode("utf-8", "replace")
         return status
+
+    def leftover(self) -> str | None:
+        return self._leftover
 
     def stderr_tail(self) -> str:
         return self._tail if self._tail is not None else self._read_tail()
@@ -306,7 +383,13 @@ def _wait(fd: int, event: int, timeout: float) -> bool:
 TOKEN_VARIABLE = "FENCEPOST_SUT_TOKEN"
 
 
-def kill_escaped(token: str) -> int:
+#: The environment variable naming the factory that started a SUT process: every process
+#: of one :class:`SubprocessSut` carries the same value, so its ``close`` finds even one
+#: started at the instant a Ctrl-C arrived, before it was recorded anywhere.
+FAMILY_VARIABLE = "FENCEPOST_SUT_FAMILY"
+
+
+def kill_escaped(token: str, variable: str = TOKEN_VARIABLE) -> int:
     """Kill every process still carrying ``token`` in its environment; how many were found.
 
     A SUT runs in a process group of its own, and teardown kills the group. A
@@ -318,7 +401,7 @@ def kill_escaped(token: str) -> int:
     """
     if not token or not os.path.isdir("/proc"):
         return 0
-    marker = f"{TOKEN_VARIABLE}={token}".encode()
+    marker = f"{variable}={token}".encode()
     found = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -391,11 +474,13 @@ def _resolve(program: str, env: dict[str, str]) -> str:
 
 
 def _spawn(
-    argv: Sequence[str], env: dict[str, str] | None
+    argv: Sequence[str], env: dict[str, str] | None, family: str = ""
 ) -> tuple[subprocess.Popen[bytes], IO[bytes], str]:
     token = uuid.uuid4().hex
     full = dict(os.environ if env is None else env)
     full[TOKEN_VARIABLE] = token
+    if family:
+        full[FAMILY_VARIABLE] = family
     prefix = isolation_prefix()
     if prefix:
         argv = [_resolve(argv[0], full), *argv[1:]]
@@ -459,27 +544,41 @@ class SubprocessSut:
         self._spare: collections.deque[tuple[subprocess.Popen[bytes], IO[bytes], str]] = (
             collections.deque()
         )
+        #: Every channel handed out and not yet seen ended: what :meth:`close` ends, whoever
+        #: holds it (a run interrupted by Ctrl-C included).
+        self._channels: list[SubprocessChannel] = []
+        self._family = uuid.uuid4().hex
 
     @property
     def description(self) -> str:
         return " ".join(self.argv)
 
     def _new(self) -> tuple[subprocess.Popen[bytes], IO[bytes], str]:
-        proc, stderr, token = _spawn(self.argv, self.env)
+        proc, stderr, token = _spawn(self.argv, self.env, self._family)
         self.started.append(proc.pid)
         return proc, stderr, token
 
     def start(self, worker: str) -> Channel:
         proc, stderr, token = self._spare.popleft() if self._spare else self._new()
+        channel = SubprocessChannel(proc, stderr, worker, token, self.startup)
+        self._channels = [c for c in self._channels if not c.ended]
+        self._channels.append(channel)
         while len(self._spare) < self.prefetch:
             self._spare.append(self._new())
-        return SubprocessChannel(proc, stderr, worker, token, self.startup)
+        return channel
 
     def close(self) -> None:
+        """Kill the spare processes, and every other one still running (with its group and
+        its escaped descendants), and any process carrying this factory's family mark:
+        nothing this factory started outlives it."""
         while self._spare:
             proc, stderr, token = self._spare.popleft()
             _kill(proc, token)
             stderr.close()
+        for channel in self._channels:
+            channel.close(0.0)  # returns at once for one already ended
+        self._channels.clear()
+        kill_escaped(self._family, FAMILY_VARIABLE)  # one no list held (a Ctrl-C mid-start)
 
     def __enter__(self) -> SubprocessSut:
         return self
@@ -596,6 +695,13 @@ class ThreadChannel:
         self._inbound.put(None)
         self._thread.join(grace)
         return None if self._thread.is_alive() else self._status
+
+    def leftover(self) -> str | None:
+        try:
+            line = self.unsolicited()
+        except SutFailure:  # it ended: nothing was left behind
+            return None
+        return None if line is None else line[:200]
 
     def stderr_tail(self) -> str:
         return self._log[-_STDERR_TAIL:]

@@ -72,7 +72,6 @@ one across processes.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import time
@@ -88,7 +87,6 @@ from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from fencepost.impl.codec import membership_from_json
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
@@ -121,6 +119,7 @@ from fencepost.impl.postgres_values import (
     _str,
     decode_cut,
     encode_cut,
+    row_key,
 )
 from fencepost.impl.records import Checkpoint, Membership, PublicationRecord
 from fencepost.impl.stores import (
@@ -130,10 +129,13 @@ from fencepost.impl.stores import (
     CheckpointConflict,
     CheckpointWrite,
     Conflict,
+    CorruptStore,
     DefiniteStoreError,
     IndefiniteStoreError,
     PublicationWrite,
     StoreError,
+    StoreFull,
+    StoreLocked,
     StoreOpenError,
     StreamConflict,
     UnknownStream,
@@ -141,7 +143,15 @@ from fencepost.impl.stores import (
     admit_membership,
     check_batch,
     check_revision,
+    corrupt_row,
+    stored_membership,
 )
+
+#: SQLSTATEs of a full disk (disk_full), of a lock another
+#: session holds (lock_not_available), and of data the server found damaged.
+_FULL = frozenset({"53100"})
+_LOCKED = frozenset({"55P03"})
+_CORRUPT = frozenset({"XX001", "XX002"})
 
 #: The environment variable holding the PostgreSQL URL when no DSN is given.
 DSN_ENV = "FENCEPOST_DATABASE_URL"
@@ -470,7 +480,15 @@ class PostgresStore:
     def _failure(self, exc: psycopg.Error, label: str) -> StoreError:
         diag = exc.diag
         severity = diag.severity_nonlocalized if exc.sqlstate else None
+        said = f"PostgreSQL says: {exc.sqlstate}: {diag.message_primary or exc}"
         if exc.sqlstate and severity == "ERROR":
+            # The same failure gets the same words on every backend (impl/stores.py).
+            if exc.sqlstate in _FULL:
+                return StoreFull(self.location, said)
+            if exc.sqlstate in _LOCKED:
+                return StoreLocked(self.location, said)
+            if exc.sqlstate in _CORRUPT:
+                return CorruptStore(self.location, None, None, None, said)
             # The server answered with an error: the implicit transaction rolled back.
             return DefiniteStoreError(
                 f"{self.location}: PostgreSQL refused the {label} ({exc.sqlstate}: "
@@ -481,6 +499,24 @@ class PostgresStore:
             f"{self.location}: the {label}'s reply was lost ({reason}); "
             "it may or may not have been applied: reread before deciding"
         )
+
+    # --- decoding rows: a row no write makes is corruption, named as every backend names it
+
+    def _membership_of(self, body: object, stream: str, epoch: object) -> Membership:
+        return stored_membership(self.location, stream, row_key(epoch), body)
+
+    def _record_of(self, row: Row, stream: str) -> PublicationRecord:
+        try:
+            return _record(row)
+        except ValueError as exc:
+            raise corrupt_row(self.location, "publications", f"stream={stream!r}", exc) from None
+
+    def _checkpoint_of(self, row: Row) -> Checkpoint:
+        try:
+            return _checkpoint(row)
+        except ValueError as exc:
+            where = f"epoch={row_key(row[1])!r} partition={row_key(row[0])!r}"
+            raise corrupt_row(self.location, "checkpoints", where, exc) from None
 
     # --- memberships ---------------------------------------------------------------
 
@@ -503,13 +539,13 @@ class PostgresStore:
                     # It exists (our INSERT waited for any concurrent creator to commit):
                     # lock it and compare the first membership.
                     row = conn.execute(
-                        f"SELECT m.body FROM {s}.streams t JOIN {s}.memberships m "
+                        f"SELECT m.body, m.epoch FROM {s}.streams t JOIN {s}.memberships m "
                         "ON m.stream = t.stream AND m.epoch = t.initial_epoch "
                         "WHERE t.stream = %s FOR SHARE OF t",
                         (key,),
                     ).fetchone()
                     assert row is not None
-                    first = membership_from_json(json.loads(row[0]), "stored membership")
+                    first = self._membership_of(row[0], stream, row[1])
                     if first != membership:
                         raise StreamConflict(
                             f"stream {stream!r} already exists with another first membership; "
@@ -520,7 +556,7 @@ class PostgresStore:
                         (key,),
                     ).fetchone()
                     assert rec is not None
-                    return _record(rec)
+                    return self._record_of(rec, stream)
                 self._insert_membership(conn, key, membership, body)
                 conn.execute(
                     f"INSERT INTO {s}.publications (stream, epoch, cut_kind, revision) "
@@ -599,7 +635,7 @@ class PostgresStore:
         cached = self._memberships.get((stream, int(found_epoch)))
         if cached is not None:
             return cached
-        membership = membership_from_json(json.loads(body), f"memberships[{stream}][{found_epoch}]")
+        membership = self._membership_of(body, stream, found_epoch)
         self._memberships[(stream, membership.epoch)] = membership
         return membership
 
@@ -622,7 +658,7 @@ class PostgresStore:
                 ):
                     raise _unknown(stream)
                 stored = {
-                    int(e): membership_from_json(json.loads(b), f"memberships[{stream}][{e}]")
+                    int(e): self._membership_of(b, stream, e)
                     for e, b in conn.execute(
                         f"SELECT epoch, body FROM {s}.memberships WHERE stream = %s", (key,)
                     )
@@ -648,7 +684,7 @@ class PostgresStore:
         )
         if not rows:
             raise _unknown(stream)
-        return _record(rows[0])
+        return self._record_of(rows[0], stream)
 
     def write_publication(
         self, stream: str, expected_revision: int, epoch: int, cut: Cut, op_id: str
@@ -695,11 +731,11 @@ class PostgresStore:
             raise _unknown(stream)
         applied, *record = rows[0]
         if applied:
-            stored = _record(tuple(record))
+            stored = self._record_of(tuple(record), stream)
             if stored != new_record:  # pragma: no cover - a broken server or schema
                 raise DefiniteStoreError(f"stored {stored} differs from the write {new_record}")
             return Applied(stored)
-        return Conflict(_record(tuple(record)))
+        return Conflict(self._record_of(tuple(record), stream))
 
     # --- checkpoints ---------------------------------------------------------------
 
@@ -719,7 +755,7 @@ class PostgresStore:
         if not rows:
             raise _unknown(stream)
         found, *row = rows[0]
-        return _checkpoint(tuple(row)) if found else None
+        return self._checkpoint_of(tuple(row)) if found else None
 
     def read_checkpoints(self, stream: str, epoch: int) -> Sequence[Checkpoint]:
         key = _name(stream, "stream")
@@ -735,7 +771,7 @@ class PostgresStore:
         )
         if not rows:
             raise _unknown(stream)
-        found = [_checkpoint(tuple(row)) for present, *row in rows if present]
+        found = [self._checkpoint_of(tuple(row)) for present, *row in rows if present]
         # Partition-name order is code-point order, whatever the database's collation.
         return sorted(found, key=lambda c: c.partition)
 
@@ -856,12 +892,11 @@ class PostgresStore:
                 WHERE NOT EXISTS (SELECT 1 FROM written)"""
         return query, params
 
-    @staticmethod
-    def _checkpoint_result(rows: list[Row]) -> CheckpointWrite:
+    def _checkpoint_result(self, rows: list[Row]) -> CheckpointWrite:
         if not rows:
             return CheckpointConflict(None)
         applied, *row = rows[0]
-        stored = _checkpoint(tuple(row))
+        stored = self._checkpoint_of(tuple(row))
         return CheckpointApplied(stored) if applied else CheckpointConflict(stored)
 
     def read_merge_summary(self, stream: str, epoch: int) -> MergeSummary:
@@ -886,7 +921,11 @@ class PostgresStore:
         least: Cut | None = None
         for tag, partition, kind, at_int, at_str in rows:
             if tag == "c":
-                least = decode_cut(kind, at_int, at_str)
+                try:
+                    least = decode_cut(kind, at_int, at_str)
+                except ValueError as exc:
+                    where = f"stream={stream!r} epoch={epoch} (the least cut)"
+                    raise corrupt_row(self.location, "checkpoints", where, exc) from None
             else:
                 names[tag].append(_str(partition))
         return MergeSummary(

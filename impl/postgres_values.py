@@ -15,9 +15,9 @@ from typing import Any
 
 from fencepost.impl.codec import membership_to_json
 from fencepost.impl.cuts import ENDPOINT_BY_NAME, NOTHING, Cut
+from fencepost.impl.errors import InvalidValue
 from fencepost.impl.records import Checkpoint, Finality, Membership, PublicationRecord
 from fencepost.impl.stores import (
-    DefiniteStoreError,
     check_counter,
     check_name,
     check_revision,
@@ -57,17 +57,31 @@ def encode_cut(cut: Cut) -> tuple[str, Decimal | None, bytes | None]:
 
 
 def decode_cut(kind: str, at_int: Decimal | None, at_str: bytes | None) -> Cut:
-    """The inverse of :func:`encode_cut`."""
+    """The inverse of :func:`encode_cut`; a value no write makes is an
+    :class:`~fencepost.impl.errors.InvalidValue` naming its column (the store reports it
+    as :class:`~fencepost.impl.stores.CorruptStore`, as SQLite's does)."""
     if kind == "nothing":
         return NOTHING
     endpoint = ENDPOINT_BY_NAME.get(kind)  # the column's CHECK allows the three kinds only
     if endpoint is None:
-        raise DefiniteStoreError(f"stored cut kind {kind!r} is not a cut kind: corrupt row")
+        raise InvalidValue("cut_kind", kind, "nothing, before or through")
     if at_int is not None:
         return Cut(endpoint, int(at_int))
     if at_str is not None:
-        return Cut(endpoint, bytes(at_str).decode("utf-8"))
-    raise DefiniteStoreError(f"stored cut of kind {kind!r} has no coordinate: corrupt row")
+        try:
+            return Cut(endpoint, bytes(at_str).decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InvalidValue("cut_str", bytes(at_str)[:40], f"not UTF-8 ({exc.reason})") from None
+    raise InvalidValue("cut_int", None, f"a cut of kind {kind!r} has a coordinate")
+
+
+def row_key(value: object) -> object:
+    """A key column as a row is named in errors: numerics as integers, names as text."""
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, (bytes, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return value
 
 
 def _record(row: Row) -> PublicationRecord:

@@ -18,6 +18,14 @@ blocks or fails its caller on a full disk: a line that cannot be written is
 dropped and counted per stream (:attr:`LogWriter.dropped`), and once writing
 works again a ``dropped`` line tells the audit that stream's history has a hole.
 
+Every segment starts with a **segment line** (``"op":"segment"``: the log's name,
+the segment's number, and the time it was opened, read under the writer's lock
+after every line of the previous segments was written). It tells the audit where
+its knowledge starts once older segments are deleted (``keep``), and it is padded
+with blanks to :data:`SEGMENT_LINE_BYTES`: when the disk stays full to the end,
+:meth:`LogWriter.close` overwrites it in place (no new block is needed) with the
+lines it dropped per stream, so even then the log says it is incomplete.
+
 This module writes the format itself, with the implementation's own codec: the
 audit (``fencepost.audit``) reads it with its own parser, and a test checks
 the two agree.
@@ -29,6 +37,7 @@ survives ``kill -9``). Measured in ``benchmarks/audit.py``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -62,6 +71,9 @@ JSON = Any
 #: The log format version written (docs/audit.md).
 VERSION = 1
 DEFAULT_MAX_BYTES = 64 << 20
+#: The length of a segment line with its padding and newline: room for the drop counts
+#: written into it in place when the disk stays full (more streams than fit: a total).
+SEGMENT_LINE_BYTES = 512
 
 
 def default_worker() -> str:
@@ -101,6 +113,8 @@ class LogWriter:
         self._fd: int | None = None
         self._size = 0
         self._segment = self._last_segment()
+        self._name = f"recorder-{os.getpid()}-{id(self):x}"
+        self._regular = not (self.path.is_char_device() or self.path.is_fifo())
         #: Lines dropped (disk full or unwritable), per stream, not yet reported in the log.
         self.pending_drops: dict[str, list[int]] = {}
         #: Lines dropped in all, per stream.
@@ -129,17 +143,100 @@ class LogWriter:
         return last
 
     def _open(self) -> int | None:
+        """The current segment, opened for appending; a new one starts with its segment line
+        (a segment without one is never written to: it is retried at the next line)."""
         if self._fd is not None:
             return self._fd
         try:
+            # O_NONBLOCK: a FIFO nobody reads must not block the caller (its open fails, and
+            # the lines are dropped and counted); on a regular file it changes nothing.
             fd = os.open(
-                self.segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+                self.segment_path(self._segment),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK,
+                0o644,
             )
-            self._size = os.fstat(fd).st_size
+            size = os.fstat(fd).st_size
         except OSError:
             return None
+        if size == 0 and self._regular:
+            if not self._write_segment_line(fd):
+                os.close(fd)
+                with contextlib.suppress(OSError):  # no segment without its line
+                    if os.stat(self.segment_path(self._segment)).st_size == 0:
+                        os.unlink(self.segment_path(self._segment))
+                return None
+            size = SEGMENT_LINE_BYTES
         self._fd = fd
+        self._size = size
         return fd
+
+    def _segment_line(
+        self, opened: int, closed: int, result: Mapping[str, JSON], number: int | None = None
+    ) -> bytes:
+        text = _encode(
+            {
+                "v": VERSION,
+                "worker": self._name,
+                "seq": 0,
+                "stream": "",
+                "op": "segment",
+                "args": {
+                    "log": self.path.name,
+                    "segment": self._segment if number is None else number,
+                },
+                "t0": opened,
+                "t1": closed,
+                "status": "ok",
+                "result": result,
+            }
+        ).encode()
+        return text.ljust(SEGMENT_LINE_BYTES - 1) + b"\n"
+
+    def _write_segment_line(self, fd: int) -> bool:
+        now = self.clock()
+        data = self._segment_line(now, now, {"dropped": {}, "unnamed": 0})
+        try:
+            return self._write(fd, data) == len(data)
+        except OSError:
+            return False
+
+    def _drops_in_segment_line(self) -> bool:
+        """Write the drops not yet reported into a segment line in place (the newest segment
+        that has one: a segment begun on the full disk may have none): it needs no new
+        block, so it works on a full disk. True if they are there now."""
+        return any(self._drops_in(self.segment_path(n)) for n in range(self._segment, -1, -1))
+
+    def _drops_in(self, path: Path) -> bool:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            first = os.pread(fd, SEGMENT_LINE_BYTES, 0)
+            line = json.loads(first) if len(first) == SEGMENT_LINE_BYTES else None
+            if not isinstance(line, dict) or line.get("op") != "segment":
+                return False
+            number = line["args"]["segment"]
+            old = line["result"]
+            dropped: dict[str, int] = dict(old["dropped"])
+            for stream, (count, _, _) in self.pending_drops.items():
+                dropped[stream] = dropped.get(stream, 0) + count
+            result: dict[str, JSON] = {"dropped": dropped, "unnamed": old["unnamed"]}
+            closed = self.clock()
+            data = self._segment_line(line["t0"], closed, result, number)
+            if len(data) > SEGMENT_LINE_BYTES:  # too many streams to name: a total
+                total = sum(dropped.values()) + old["unnamed"]
+                data = self._segment_line(
+                    line["t0"], closed, {"dropped": {}, "unnamed": total}, number
+                )
+            if os.pwrite(fd, data, 0) != len(data):
+                return False
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        finally:
+            os.close(fd)
+        self.pending_drops.clear()
+        return True
 
     def _rotate(self) -> None:
         if self._fd is not None:
@@ -167,7 +264,7 @@ class LogWriter:
             self._rotate()
             return False
         self._size += written
-        if self._size >= self.max_bytes and not self.path.is_char_device():
+        if self._size >= self.max_bytes and self._regular:
             self._rotate()
         return True
 
@@ -199,7 +296,7 @@ class LogWriter:
         for stream, (count, first, last) in list(self.pending_drops.items()):
             line = {
                 "v": VERSION,
-                "worker": f"recorder-{os.getpid()}-{id(self):x}",
+                "worker": self._name,
                 "seq": first,
                 "stream": stream,
                 "op": "dropped",
@@ -215,9 +312,11 @@ class LogWriter:
         return True
 
     def close(self) -> None:
+        """Report the drops not yet reported (as ``dropped`` lines, or, on a disk still
+        full, in the segment line), then close."""
         with self._lock:
-            if self.pending_drops:
-                self._report_drops()
+            if self.pending_drops and not self._report_drops() and self._regular:
+                self._drops_in_segment_line()
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None

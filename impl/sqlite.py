@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
-from fencepost.impl.codec import membership_from_json, membership_to_json
+from fencepost.impl.codec import membership_to_json
 from fencepost.impl.cutkey import cut_key
 from fencepost.impl.cuts import Cut
 from fencepost.impl.errors import InvalidValue
@@ -69,6 +69,9 @@ from fencepost.impl.stores import (
     DefiniteStoreError,
     IndefiniteStoreError,
     PublicationWrite,
+    StoreError,
+    StoreFull,
+    StoreLocked,
     StoreOpenError,
     StreamConflict,
     UnknownStream,
@@ -77,9 +80,32 @@ from fencepost.impl.stores import (
     check_batch,
     check_name,
     check_revision,
+    corrupt_row,
+    stored_membership,
 )
 
 T = TypeVar("T")
+
+
+#: SQLite's primary result codes for a full disk and for a lock held by another process.
+SQLITE_FULL = 13
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
+
+
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of ``exc`` (its extended code's low byte)."""
+    return int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
+def classified(path: str, exc: sqlite3.Error, waited: float) -> StoreError | None:
+    """The store error every backend gives for a full disk or a lock held elsewhere, or
+    None: SQLite's result codes, not its words, decide."""
+    code = _code(exc)
+    if code == SQLITE_FULL:
+        return StoreFull(path, f"SQLite says: {exc}")
+    if code in (SQLITE_BUSY, SQLITE_LOCKED):
+        return StoreLocked(path, f"SQLite says: {exc}", waited)
+    return None
 
 
 def _open_problem(exc: sqlite3.DatabaseError) -> str:
@@ -108,6 +134,7 @@ class SQLiteStore:
         # (stream, epoch) is parsed once: an attempt or a checkpoint write must not cost
         # O(partitions) in JSON parsing.
         self._memberships_seen: dict[tuple[str, int], Membership] = {}
+        self._busy_seconds = busy_timeout_ms / 1000
         self._db = self._connect(busy_timeout_ms)
         try:
             # Everything is checked by reading only: a file refused here is left
@@ -120,6 +147,9 @@ class SQLiteStore:
             raise
         except sqlite3.DatabaseError as exc:
             self._db.close()
+            known = classified(self.path, exc, busy_timeout_ms / 1000)
+            if known is not None:  # locked by another process, or a full disk: not corruption
+                raise known from exc
             raise StoreOpenError(self.path, _open_problem(exc)) from exc
 
     # --- opening -------------------------------------------------------------------
@@ -273,7 +303,11 @@ class SQLiteStore:
 
     def _failed(self, what: str, exc: sqlite3.Error) -> DefiniteStoreError:
         """A failed statement: a damaged file or a dropped table is corruption, never a
-        passing failure that running again would cure."""
+        passing failure that running again would cure; a full disk and a lock held by
+        another process are said as such (:func:`classified`)."""
+        known = classified(self.path, exc, self._busy_seconds)
+        if isinstance(known, DefiniteStoreError):
+            return known
         text = str(exc)
         if "malformed" in text or "not a database" in text:
             return CorruptStore(self.path, None, None, None, f"SQLite says: {text}")
@@ -293,6 +327,9 @@ class SQLiteStore:
             try:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
+                known = classified(self.path, exc, self._busy_seconds)
+                if known is not None:
+                    raise known from exc
                 raise DefiniteStoreError(f"{self.path}: could not start a write: {exc}") from exc
             try:
                 result = body(db)
@@ -307,6 +344,12 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 with suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
+                # A commit refused for a full disk or a lock is rolled back (by SQLite, or by
+                # the ROLLBACK above): definite, and retrying it cannot help until space is
+                # freed; on a full disk it used to be retried for ever as indefinite.
+                known = classified(self.path, exc, self._busy_seconds)
+                if known is not None:
+                    raise known from exc
                 raise IndefiniteStoreError(
                     f"{self.path}: COMMIT failed ({exc}); the write may or may not be durable: "
                     "reread before deciding"
@@ -323,19 +366,10 @@ class SQLiteStore:
 
     def _corrupt(self, table: str, row: str, exc: Exception) -> CorruptStore:
         """A row that does not decode: name the table, the row and the field."""
-        field = exc.field if isinstance(exc, InvalidValue) else "body"
-        for record_prefix in ("checkpoint.", "record.", "publication."):
-            field = field.removeprefix(record_prefix)
-        problem = exc.problem if isinstance(exc, InvalidValue) else str(exc)
-        return CorruptStore(self.path, table, row, field, problem)
+        return corrupt_row(self.path, table, row, exc)
 
     def _membership_body(self, stream: str, epoch: object, body: object) -> Membership:
-        try:
-            if type(body) is not str:
-                raise InvalidValue("body", body, "membership JSON text is required")
-            return membership_from_json(json.loads(body), "body")
-        except (ValueError, RecursionError) as exc:
-            raise self._corrupt("memberships", f"stream={stream!r} epoch={epoch!r}", exc) from None
+        return stored_membership(self.path, stream, epoch, body)
 
     def _memberships(self, db: sqlite3.Connection, stream: str) -> dict[int, Membership]:
         rows = db.execute("SELECT epoch, body FROM memberships WHERE stream = ?", (stream,))

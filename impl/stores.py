@@ -5,7 +5,10 @@ protocol one to one, so the same publisher and partition reader run against
 the in-memory, SQLite and PostgreSQL backends and against the conformance
 harness's stores over the wire.
 
-Failures come in two kinds and callers must treat them differently:
+Failures come in two kinds and callers must treat them differently (and every backend
+names the same failure the same way: :class:`CorruptStore` for a row that does not
+decode, :class:`StoreFull` for a full disk, :class:`StoreLocked` for a store another
+process holds locked, :class:`StoreOpenError` for a store that cannot be opened):
 
 - :class:`DefiniteStoreError`: the operation did not happen (refused before it
   was sent, rejected by validation). Retrying is safe.
@@ -20,6 +23,7 @@ is a normal outcome of fencing, not an error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -78,6 +82,60 @@ class CorruptStore(DefiniteStoreError):
             f"corrupt store: {location}: {where + ': ' if where else ''}{problem}; "
             "the store was damaged or edited outside fencepost: restore it from a backup "
             "or start a new one"
+        )
+
+
+def corrupt_row(location: str, table: str, row: str, exc: Exception) -> CorruptStore:
+    """A stored row that does not decode, named by table, row and field, in the same words
+    on every backend (SQLite and PostgreSQL): ``exc`` is the decoding failure (an
+    :class:`~fencepost.impl.errors.InvalidValue` names its field; anything else is the
+    row's ``body``)."""
+    field = exc.field if isinstance(exc, InvalidValue) else "body"
+    for prefix in ("checkpoint.", "record.", "publication."):
+        field = field.removeprefix(prefix)
+    problem = exc.problem if isinstance(exc, InvalidValue) else str(exc)
+    return CorruptStore(location, table, row, field, problem)
+
+
+def stored_membership(location: str, stream: str, epoch: object, body: object) -> Membership:
+    """A membership row's body (JSON text) as the membership, on every backend; a body no
+    write makes is :class:`CorruptStore` naming the row (``field body``)."""
+    from fencepost.impl.codec import membership_from_json
+
+    try:
+        if type(body) is not str:
+            raise InvalidValue("body", body, "membership JSON text is required")
+        return membership_from_json(json.loads(body), "body")
+    except (ValueError, RecursionError) as exc:
+        where = f"stream={stream!r} epoch={epoch!r}"
+        raise corrupt_row(location, "memberships", where, exc) from None
+
+
+class StoreFull(DefiniteStoreError):
+    """The store's disk (or quota, or size limit) is full: the write was refused and rolled
+    back, nothing of it is stored. Retrying cannot help until space is freed: callers stop
+    and say so (SQLite ``SQLITE_FULL``, PostgreSQL SQLSTATE 53100 ``disk_full``)."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        self.location = location
+        super().__init__(
+            f"the store's disk is full: {location}: {detail}; the write was rolled back and "
+            "nothing acknowledged was lost: free space, then run again"
+        )
+
+
+class StoreLocked(DefiniteStoreError):
+    """Another process holds the store locked (an exclusive transaction) for longer than
+    this one waits: nothing was done. Not corruption: retry once that process finishes
+    (SQLite ``SQLITE_BUSY``/``SQLITE_LOCKED``, PostgreSQL SQLSTATE 55P03)."""
+
+    def __init__(self, location: str, detail: str, waited: float | None = None) -> None:
+        self.location = location
+        after = f" (waited {waited:g}s)" if waited is not None else ""
+        super().__init__(
+            f"the store is locked by another process{after}: {location}: {detail}; nothing "
+            "was done: run again once that process has finished (it holds a write "
+            "transaction open)"
         )
 
 

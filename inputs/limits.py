@@ -47,9 +47,13 @@ class InputTooLarge(InputProblem):
 
 
 def read_capped(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of ``path``, refusing more than ``limit`` (a device that never ends, a
-    huge file) with :class:`InputTooLarge`; OS errors propagate as :class:`OSError`."""
-    with open(path, "rb") as handle:
+    """The bytes of ``path``, refusing more than ``limit`` (a huge file) with
+    :class:`InputTooLarge` and anything but a regular file (a FIFO with no writer, a
+    device that never ends) with :class:`~fencepost.inputs.files.NotRegularFile`, at
+    once; OS errors propagate as :class:`OSError`."""
+    from fencepost.inputs.files import open_regular
+
+    with open_regular(path) as handle:
         raw = handle.read(limit + 1)
     if len(raw) > limit:
         raise InputTooLarge(

@@ -8,6 +8,12 @@ meaning, the replay command and the steps in words (the HTML page draws them).
 Every string is untrusted: HTML is escaped (``<`` becomes ``&lt;``), Markdown's
 own syntax is backslash-escaped, and table cells lose their line breaks and
 pipes, so a SUT's message can neither add a link or an image nor break a table.
+Bare URLs and addresses never become links either: GitHub turns ``https://...``,
+``www....`` and ``name@host`` in plain text into links, so the characters that
+start them (the ``:`` of ``://``, ``@``, the dot of ``www.``) are written as character
+references (``&#58;``), which render the same and start nothing. Invisible and
+direction-changing characters (U+202E, U+2066, ...) are shown as ``U+XXXX``
+(:mod:`fencepost.reports.text`).
 
 Cost: linear in the report's size, capped at :data:`MAX_STEPS` steps per timeline.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fencepost.reports.model import Fact, Report, Section, Status, Table, Timeline
+from fencepost.reports.text import is_invisible
 
 #: Steps listed per counterexample; longer ones end with a line saying how many were left out.
 MAX_STEPS = 60
@@ -35,11 +42,16 @@ _ICON = {
 #: list and heading markers need no escape.
 _SPECIAL = set("\\`*_[]|~")
 
+#: What makes GitHub turn plain text into a link (the ``:`` of ``https://``, the ``@`` of
+#: ``a@b.c``, ``mailto:a@b.c``): written as character references, which render the same
+#: and link nothing. (The dot of ``www.`` is written ``&#46;`` for the same reason.)
+_LINK_STARTS = {":": "&#58;", "@": "&#64;"}
+
 
 def escape_md(text: str) -> str:
     """``text`` as literal Markdown text on one line: no markup, link, image or HTML survives."""
     out = []
-    for ch in text:
+    for i, ch in enumerate(text):
         code = ord(ch)
         if ch == "&":
             out.append("&amp;")
@@ -53,6 +65,12 @@ def escape_md(text: str) -> str:
             out.append(f"\\\\x{code:02x}" if code < 0x100 else f"\\\\u{code:04x}")
         elif ch in _SPECIAL:
             out.append("\\" + ch)
+        elif ch == "@" or (ch == ":" and text.startswith("//", i + 1)):
+            out.append(_LINK_STARTS[ch])
+        elif ch == "." and "".join(out[-3:]).lower() == "www":
+            out.append("&#46;")
+        elif code >= 0x80 and is_invisible(ch):
+            out.append(f"U+{code:04X}")
         else:
             out.append(ch)
     return "".join(out)
@@ -61,7 +79,9 @@ def escape_md(text: str) -> str:
 def code_span(text: str) -> str:
     """``text`` as an inline code span (commands), safe whatever backticks it holds."""
     clean = "".join(
-        " " if ch in "\r\n\t" or ord(ch) < 0x20 or 0xD800 <= ord(ch) <= 0xDFFF else ch
+        " "
+        if ch in "\r\n\t" or ord(ch) < 0x20 or 0xD800 <= ord(ch) <= 0xDFFF
+        else (f"U+{ord(ch):04X}" if ord(ch) >= 0x80 and is_invisible(ch) else ch)
         for ch in text
     )
     longest = run = 0

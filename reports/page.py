@@ -5,7 +5,9 @@ is no network reference (no font, image, script or style by URL), and a
 Content-Security-Policy pins the inline style and script by their SHA-256 and
 forbids every other source, so even a string that escaped its escaping could
 neither run nor fetch anything. Every string of the report is escaped
-(:func:`html.escape`): what a SUT sent is shown, never interpreted.
+(:func:`html.escape`) after :func:`~fencepost.reports.text.printable` (controls,
+lone surrogates and invisible or direction-changing characters shown as escapes):
+what a SUT sent is shown, never interpreted, and never rendered reversed.
 
 A :class:`~fencepost.reports.model.Timeline` is an inline SVG: one row per lane,
 one column per step, each span a box from the step of its request to the step
@@ -36,6 +38,7 @@ from fencepost.reports.model import (
     Table,
     Timeline,
 )
+from fencepost.reports.text import printable
 
 #: Timeline geometry, in SVG user units (pixels at zoom 100%).
 LABEL_WIDTH = 120
@@ -65,21 +68,7 @@ def _digest(text: str) -> str:
 
 def _e(text: object) -> str:
     """Escaped for HTML text and attribute values alike (quotes included)."""
-    return escape(_printable(str(text)), quote=True)
-
-
-def _printable(text: str) -> str:
-    """Control characters and lone surrogates as visible escapes (newlines and tabs stay)."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "\n\t" or (0x20 <= code < 0x7F) or (code >= 0xA0 and not 0xD800 <= code <= 0xDFFF):
-            out.append(ch)
-        elif code < 0x100:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(f"\\u{code:04x}")
-    return "".join(out)
+    return escape(printable(str(text)), quote=True)
 
 
 def render_html(report: Report) -> str:

@@ -102,7 +102,7 @@ def _setting(config: pytest.Config, name: str) -> Any:
 
 def options_from(config: pytest.Config, **overrides: Any) -> ConformOptions:
     """The conformance options the command line and the ini file ask for."""
-    from fencepost.harness.conformance import ConformOptions
+    from fencepost.harness.conformance import MAX_SCHEDULES, ConformOptions, timeout_problem
     from fencepost.harness.protocol import LEVELS
 
     raw = {name: _setting(config, name) for name in _DEFAULTS}
@@ -120,10 +120,14 @@ def options_from(config: pytest.Config, **overrides: Any) -> ConformOptions:
         timeout, seed = float(raw["timeout"]), int(raw["seed"])
     except (TypeError, ValueError) as exc:
         raise _usage(f"fencepost options: {exc}") from None
-    if schedules < 0 or not 0 <= depth <= 3 or not 1 <= workers <= 8 or not 0 < timeout <= 86400:
-        raise _usage(
-            "fencepost options: schedules >= 0, depth 0-3, workers 1-8, 0 < timeout <= 86400"
-        )
+    problems = [
+        f"--fencepost-timeout: {timeout_problem(timeout)}" if timeout_problem(timeout) else "",
+        "" if 0 <= schedules <= MAX_SCHEDULES else f"--fencepost-schedules: 0 to {MAX_SCHEDULES}",
+        "" if 0 <= depth <= 3 else "--fencepost-depth: 0 to 3",
+        "" if 1 <= workers <= 8 else "--fencepost-workers: 1 to 8",
+    ]
+    if any(problems):
+        raise _usage("fencepost options: " + "; ".join(p for p in problems if p))
     return ConformOptions(
         levels=chosen, seed=seed, schedules=schedules, workers=workers, timeout=timeout, depth=depth
     )

@@ -42,7 +42,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     # Z3 under deterministic resource limits: the one way every query is checked
     "solver": frozenset(),
     "judge": frozenset({"inputs"}),
-    "harness": frozenset({"judge", "inputs"}),
+    "harness": frozenset({"judge", "inputs", "reports"}),
     "audit": frozenset({"judge", "inputs"}),
     "mutants": frozenset({"impl"}),
     "sut": frozenset({"impl", "mutants", "harness", "inputs"}),

@@ -2,10 +2,12 @@
 
 Exit codes: 0 every property decidable from the log holds; 1 a violation, shown
 as the shortest fragment that breaks it, drawn as a timeline; 2 an unreadable
-log (``file:line``) or a usage error; 3 fencepost's own error; 4 undecided: no
-violation was found, but some register ran out of ``--budget``, or the recorder
-dropped lines (full disk), so the log cannot be said to be correct. A CI job
-that must not pass an unchecked history treats 4 as a failure.
+log (``file:line``), a path that is a FIFO or a device, or a usage error; 3
+fencepost's own error; 4 undecided: no violation was found, but some register
+ran out of ``--budget``, the recorder dropped lines (full disk), a segment is
+missing, a worker's clock went back, or the log holds no operation at all, so
+the log cannot be said to be correct. A CI job that must not pass an unchecked
+history treats 4 as a failure.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import click
 from fencepost.audit.log import LogError
 from fencepost.audit.run import AuditReport, audit
 from fencepost.audit.timeline import render_text, timeline_of
+from fencepost.reports.text import printable
 from fencepost.views.output import check_output, report_options, wants_report, write_outputs
 
 #: At most this many violations are drawn in text (all are in --json).
@@ -80,7 +83,7 @@ def command(
             logs, policy=policy, budget=budget, memory_ops=memory_ops, clock_skew=clock_skew
         )
     except LogError as exc:
-        click.echo(f"error: {exc.where}: {exc.problem}", err=True)
+        click.echo(printable(f"error: {exc.where}: {exc.problem}"), err=True)
         raise SystemExit(2) from None
     except OSError as exc:
         click.echo(f"error: cannot read {exc.filename or 'the log'}: {exc.strerror}", err=True)
@@ -100,45 +103,51 @@ def command(
     raise SystemExit(report.exit_code)
 
 
+def _say(text: str = "") -> None:
+    """A line for the terminal: what the log holds is untrusted (controls, invisible and
+    direction-changing characters shown as escapes)."""
+    click.echo(printable(text))
+
+
 def _print(report: AuditReport) -> None:
     rate = report.operations / report.seconds if report.seconds else 0.0
-    click.echo(
+    _say(
         f"audited {report.operations:,} operations on {report.streams:,} stream(s) from "
         f"{report.files} file(s) in {report.seconds:.2f} s ({rate:,.0f} operations/s)"
     )
-    if not report.operations:
-        click.echo("  note: the log holds no operation: nothing was checked")
     if report.unfinished:
-        click.echo(
+        _say(
             f"  {report.unfinished} call(s) never completed (process killed in the call): "
             "taken as indefinite"
         )
     for where in report.torn:
-        click.echo(f"  {where}: a last line cut short (killed while writing it): skipped")
+        _say(f"  {where}: a last line cut short (killed while writing it, or a full disk): skipped")
     violations = report.violations
     for v in violations[:SHOWN]:
-        click.echo("")
-        click.echo(render_text(timeline_of(v)))
+        _say("")
+        _say(render_text(timeline_of(v)))
     if len(violations) > SHOWN:
-        click.echo(f"\n... and {len(violations) - SHOWN} more violation(s) (--json shows all)")
+        _say(f"\n... and {len(violations) - SHOWN} more violation(s) (--json shows all)")
     notes = [f"{s.stream}: {n}" for s in report.verdicts for n in s.notes]
     for note in notes[:20]:
-        click.echo(f"  note: {note}")
+        _say(f"  note: {note}")
     for s in report.incomplete:
-        click.echo(
+        _say(
             f"  stream {s.stream}: the recorder dropped {s.dropped} line(s) (disk full): "
             "its history is incomplete"
         )
     for u in report.undecided:
-        click.echo(f"  undecided: {u}")
+        _say(f"  undecided: {u}")
+    for doubt in report.doubts:
+        _say(f"  undecided: {doubt}")
     code = report.exit_code
     if code == 1:
         props = sorted({v.property for v in violations})
-        click.echo(f"\nverdict: {len(violations)} violation(s): {', '.join(props)}")
+        _say(f"\nverdict: {len(violations)} violation(s): {', '.join(props)}")
     elif code == 4:
-        click.echo("\nverdict: undecided (no violation found, but the log could not be decided)")
+        _say("\nverdict: undecided (no violation found, but the log could not be decided)")
     else:
-        click.echo("\nverdict: every property decidable from the log holds")
+        _say("\nverdict: every property decidable from the log holds")
 
 
 def _as_json(report: AuditReport) -> dict[str, Any]:
@@ -151,7 +160,7 @@ def _as_json(report: AuditReport) -> dict[str, Any]:
         "torn": report.torn,
         "unfinished": report.unfinished,
         "violations": [timeline_of(v).to_json() for v in report.violations],
-        "undecided": report.undecided,
+        "undecided": [*report.undecided, *report.doubts],
         "incomplete": {s.stream: s.dropped for s in report.incomplete},
         "notes": {s.stream: s.notes for s in report.verdicts if s.notes},
     }

@@ -47,6 +47,7 @@ from fencepost.gate import (
     default_jobs,
     junit_xml,
 )
+from fencepost.reports.text import printable
 from fencepost.views.output import (
     check_output,
     report_options,
@@ -171,9 +172,9 @@ def command(
             else:
                 click.echo(f"\n== {r.name}: details")
             for detail in r.details:
-                out.print(detail, markup=False, soft_wrap=True)
+                out.print(printable(detail), markup=False, soft_wrap=True)
     if junit is not None:
-        write_output(junit, junit_xml(run.results))
+        write_output(junit, junit_xml(run.results), "--junit")
     if wants_report(html, summary_md):
         from fencepost.views.check import check_report
 

@@ -1,8 +1,10 @@
 """``fencepost conform``: test any implementation through the JSON-lines protocol.
 
 Exit status: 0 conformant, 1 not conformant (a property or protocol rule
-broken, or none of the requested levels implemented), 2 usage error, 3 an
-internal error of fencepost (no verdict; the message says how to reproduce it).
+broken, or none of the requested levels implemented), 2 usage error (or an
+output that could not be written), 3 an internal error of fencepost (no verdict;
+the message says how to reproduce it), 130 interrupted by Ctrl-C (SIGINT): every
+SUT process is ended and the summary shows the phases that ran before it.
 Progress goes to stderr (rich), the summary to stdout (``--json`` for machines).
 """
 
@@ -10,14 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from fencepost.harness.conformance import MAX_SCHEDULES, TIMEOUT_RANGE, timeout_problem
 from fencepost.harness.protocol import LEVELS, READS, SYNC_LEVEL
 from fencepost.harness.rules import HarnessError
 from fencepost.harness.worlds import (
@@ -31,7 +34,13 @@ from fencepost.harness.worlds import (
     WIRE_UNITS,
     WORLDS,
 )
-from fencepost.views.output import check_output, report_options, wants_report, write_outputs
+from fencepost.views.output import (
+    OutputError,
+    check_output,
+    report_options,
+    wants_report,
+    write_outputs,
+)
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -120,7 +129,7 @@ def _levels(value: str) -> frozenset[str]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the search.")
 @click.option(
     "--schedules",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_SCHEDULES),
     default=20,
     show_default=True,
     help="Random schedules to run after the exhaustive ones.",
@@ -137,7 +146,8 @@ def _levels(value: str) -> frozenset[str]:
     type=float,
     default=10.0,
     show_default=True,
-    help="Seconds the SUT gets to answer each message.",
+    help=f"Seconds the SUT gets to answer each message ({TIMEOUT_RANGE[0]:g} to "
+    f"{TIMEOUT_RANGE[1]:g}).",
 )
 @click.option(
     "--startup-timeout",
@@ -229,15 +239,10 @@ def command(
         raise click.UsageError(
             "give the SUT command after --, e.g. fencepost conform -- fencepost sut"
         )
-    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        raise click.BadParameter(
-            f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}", param_hint="--timeout"
-        )
-    if not math.isfinite(startup_timeout) or not 0 < startup_timeout <= MAX_TIMEOUT:
-        raise click.BadParameter(
-            f"a number of seconds above 0 and at most {MAX_TIMEOUT:g}",
-            param_hint="--startup-timeout",
-        )
+    for option, value in (("--timeout", timeout), ("--startup-timeout", startup_timeout)):
+        problem = timeout_problem(value)
+        if problem is not None:
+            raise click.BadParameter(problem, param_hint=option)
     _check_outputs(junit, report_dir, save)
     check_output(html, "--html")
     check_output(summary_md, "--summary-md")
@@ -298,6 +303,14 @@ def command(
                 report = conform(factory, options, progress.update)
     except HarnessError as error:
         _internal_error(error, shown)
+    except KeyboardInterrupt:  # before the phases began, or in a replay: nothing to report
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        factory.close()
+        click.echo(
+            "fencepost conform: INTERRUPTED (Ctrl-C) before any phase ended: no verdict; "
+            "every SUT process was ended"
+        )
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         factory.close()
     _emit(report, shown, as_json, junit, report_dir, save)
@@ -305,6 +318,8 @@ def command(
         from fencepost.views.conform import conform_report
 
         write_outputs(conform_report(report, shown), html, summary_md)
+    if report.interrupted is not None:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if report.ok else 1)
 
 
@@ -530,8 +545,8 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
     )
 
 
-#: The longest --timeout: a day (larger values only overflow the clock arithmetic).
-MAX_TIMEOUT = 86400.0
+#: The exit status after a Ctrl-C (SIGINT): 128 + 2, as shells report a process it stopped.
+EXIT_INTERRUPTED = 130
 
 
 #: The exit status of an internal error: fencepost broke, the SUT was not judged.
@@ -642,18 +657,22 @@ def _emit(
         click.echo(json.dumps(report_json(report), indent=2))
     else:
         click.echo(render_summary(report, shown))
+    option = "--junit"
     try:
         if junit is not None:
             write_junit(junit, report, shown)
+        option = "--report"
         if report_dir is not None:
             write_report_dir(report_dir, report, shown)
+        option = "--save"
         if save is not None and report.failures:
             # A folder keeps every failure; a file name keeps the first.
             for failure in report.failures if save.is_dir() else report.failures[:1]:
                 saved = save_regression(save, failure, report.sut)
                 click.echo(f"saved regression file: {saved}", err=True)
     except OSError as exc:
-        raise click.FileError(str(exc.filename or ""), hint=exc.strerror or str(exc)) from None
+        where = exc.filename or {"--junit": junit, "--report": report_dir, "--save": save}[option]
+        raise OutputError(option, where, exc) from None
 
 
 class _Progress:

@@ -42,6 +42,8 @@ from fencepost.impl.stores import (
     Store,
     StoreBehind,
     StoreError,
+    StoreFull,
+    StoreLocked,
     StoreOpenError,
     StreamConflict,
     require_not_behind,
@@ -54,6 +56,11 @@ STREAM = "demo"
 #: well under a gigabyte.
 MAX_EVENTS = 1_000_000
 
+#: Rounds in a row with a store failure and no progress after which the demo stops: a
+#: store that fails every write (a disk that stays broken) is reported, never retried
+#: for ever.
+STUCK_ROUNDS = 20
+
 #: Exit status when the store is unusable (corrupt, foreign, unreachable, failed
 #: mid-run after its retries): bad input or environment, not a finding.
 EXIT_STORE = 2
@@ -62,7 +69,8 @@ EXIT_STORE = 2
 def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
     """A FloatRange lets NaN through (every comparison with it is false): refuse it."""
     if value != value:
-        raise click.BadParameter("a number of seconds, not NaN", ctx, param)
+        unit = "a share of responses" if param.name == "lose_responses" else "a number of seconds"
+        raise click.BadParameter(f"{unit}, not NaN", ctx, param)
     return value
 
 
@@ -169,6 +177,7 @@ def _emit(as_json: bool, line: dict[str, object], text: str) -> None:
 @click.option(
     "--lose-responses",
     type=click.FloatRange(0, 0.5),
+    callback=_finite,
     default=0.0,
     show_default=True,
     help="Share of store responses lost (half after the call applied).",
@@ -245,6 +254,8 @@ def command(
     membership = source.membership()
     try:
         store = open_store(db)
+    except (StoreFull, StoreLocked) as exc:  # the environment, not the path: say it as it is
+        _store_failed(str(exc))
     except (StoreOpenError, InvalidValue) as exc:
         raise click.BadParameter(str(exc), param_hint="--db") from None
     worker = f"demo-{os.getpid()}-{secrets.token_hex(2)}"
@@ -271,7 +282,7 @@ def command(
     except StoreBehind as exc:
         click.echo(f"REGRESSION on open: {db}: {exc}", err=True)
         code = 1
-    except CorruptStore as exc:
+    except (CorruptStore, StoreFull, StoreLocked) as exc:
         _store_failed(str(exc))
     except StoreError as exc:
         # Durable state is intact (every write is atomic); say what failed, no traceback.
@@ -343,14 +354,18 @@ def _run(
     publisher = Publisher(work, STREAM, worker)
     target = minimum(order, [source.final_cut(p) for p in source.partitions])
     previous: PublicationRecord = start
-    round_number = 0
+    previous_outcomes = start_outcomes
+    round_number = stuck = 0
     while True:
         round_number += 1
+        failed: str | None = None
         for reader in readers:
             try:
                 reader.run_pass(max_pages=pages)
-            except (IndefiniteStoreError, ProviderTimeout):
-                continue  # nothing certified past what is durable; the next round retries
+            except IndefiniteStoreError as exc:
+                failed = str(exc)  # nothing certified past what is durable; retried next round
+            except ProviderTimeout:
+                continue
         result = (
             work.attempt(publisher) if isinstance(work, RecordingStore) else publisher.attempt()
         )
@@ -360,7 +375,14 @@ def _run(
         _report(as_json, round_number, result, record, outcomes, len(all_ids), problem)
         if problem:
             return 1
-        previous = record
+        progressed = record != previous or outcomes > previous_outcomes
+        stuck = 0 if progressed or failed is None else stuck + 1
+        if stuck >= STUCK_ROUNDS:  # a store that fails every time is reported, not retried
+            raise IndefiniteStoreError(
+                f"the store failed in each of the last {stuck} rounds and nothing moved "
+                f"(last failure: {failed})"
+            )
+        previous, previous_outcomes = record, outcomes
         if same_claim(order, record.cut, target) and outcomes == len(all_ids):
             _emit(
                 as_json,

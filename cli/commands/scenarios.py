@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from xml.etree import ElementTree
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
+from fencepost.reports.text import json_text, printable
 from fencepost.views.output import (
     check_output,
     report_options,
@@ -48,39 +48,19 @@ def _targets(choice: str, sut: str | None) -> tuple[str, ...]:
 
 
 def _junit(results: list[object]) -> str:
-    from fencepost.harness.report import xml_text
+    """One test case per scenario and target, by the one JUnit writer."""
+    from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
     from fencepost.scenarios.outcome import TargetResult
 
-    suite = ElementTree.Element("testsuite", name="fencepost scenarios")
-    failures = skipped = errors = 0
-    total = 0.0
+    kinds = {"fail": "failure", "error": "error", "skip": "skipped"}
+    cases = []
     for r in results:
         assert isinstance(r, TargetResult)
-        case = ElementTree.SubElement(
-            suite,
-            "testcase",
-            classname=f"scenarios.{r.target}",
-            name=r.scenario,
-            time=f"{r.seconds:.3f}",
-        )
-        total += r.seconds
-        if r.status == "fail":
-            failures += 1
-            # A SUT's words are untrusted: only characters XML can carry.
-            node = ElementTree.SubElement(case, "failure", message=xml_text(r.detail))
-            node.text = xml_text("\n".join(r.narrative))
-        elif r.status == "error":
-            errors += 1
-            ElementTree.SubElement(case, "error", message=xml_text(r.detail))
-        elif r.status == "skip":
-            skipped += 1
-            ElementTree.SubElement(case, "skipped", message=xml_text(r.detail))
-    suite.set("tests", str(len(results)))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    suite.set("skipped", str(skipped))
-    suite.set("time", f"{total:.3f}")
-    return ElementTree.tostring(suite, encoding="unicode")
+        kind = kinds.get(r.status)
+        text = "\n".join(r.narrative) if kind == "failure" else None
+        outcome = None if kind is None else Outcome(kind, r.detail, None, text)
+        cases.append(Case(f"scenarios.{r.target}", r.scenario, r.seconds, outcome))
+    return junit_xml(Suite("fencepost scenarios", tuple(cases)))
 
 
 @click.command(name="scenarios")
@@ -178,14 +158,16 @@ def command(
     results = run_all(library.scenarios, options)
     failed = [r for r in results if not r.ok]
     if junit is not None:
-        write_output(junit, _junit(list(results)))
+        write_output(junit, _junit(list(results)), "--junit")
     if as_json:
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         click.echo(
-            json.dumps(
-                {"ok": not failed, "counts": counts, "results": [r.to_json() for r in results]},
-                ensure_ascii=False,
-                indent=2,
+            json_text(
+                json.dumps(
+                    {"ok": not failed, "counts": counts, "results": [r.to_json() for r in results]},
+                    ensure_ascii=False,
+                    indent=2,
+                )
             )
         )
     else:
@@ -196,16 +178,16 @@ def command(
             style = _STYLE[r.status]
             out.print(
                 f"[{style}]{r.status.upper():<5}[/] {escape(r.target):<{label}} "
-                f"{escape(r.scenario):<{width}}  {escape(r.detail)}"
+                f"{escape(printable(r.scenario)):<{width}}  {escape(printable(r.detail))}"
             )
             if r.status == "fail":
                 for m in r.mismatches:
-                    out.print(f"      mismatch: {escape(str(m))}")
+                    out.print(f"      mismatch: {escape(printable(str(m)))}")
                 if r.breach is not None:
-                    out.print(f"      property: {escape(str(r.breach))}")
+                    out.print(f"      property: {escape(printable(str(r.breach)))}")
             if r.narrative and (r.status == "fail" or verbose):
                 for line in r.narrative:
-                    out.print(f"        {escape(line)}")
+                    out.print(f"        {escape(printable(line))}")
         counts = {s: sum(1 for r in results if r.status == s) for s in _STYLE}
         out.print(
             f"{len(library.scenarios)} scenarios, {len(results)} runs: "

@@ -120,7 +120,7 @@ def audit_report(report: AuditReport, command: str = "fencepost audit") -> Repor
             )
         )
     notes = [f"{s.stream}: {n}" for s in report.verdicts for n in s.notes]
-    notes += [f"undecided: {u}" for u in report.undecided]
+    notes += [f"undecided: {u}" for u in [*report.undecided, *report.doubts]]
     notes += [
         f"stream {s.stream}: the recorder dropped {s.dropped} line(s): its history is incomplete"
         for s in report.incomplete

@@ -77,8 +77,16 @@ def conform_report(report: ConformReport, command: str) -> Report:
     sections = [failure_section(f, command) for f in report.failures]
     return Report(
         title="fencepost conform",
-        status=Status.PASS if report.ok else Status.FAIL,
-        verdict="CONFORMANT" if report.ok else "NOT CONFORMANT",
+        status=Status.PASS
+        if report.ok
+        else (Status.ERROR if report.interrupted is not None else Status.FAIL),
+        verdict="CONFORMANT"
+        if report.ok
+        else (
+            f"INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict"
+            if report.interrupted is not None
+            else "NOT CONFORMANT"
+        ),
         facts=tuple(facts),
         tables=(phase_table(report), coverage_table(report)),
         sections=tuple(sections),

@@ -7,6 +7,9 @@ summary that cannot be appended there is a warning, never a failed run.
 
 Output paths are checked before the run starts (:func:`check_output`): finding
 out after a long search that a page cannot be written would lose the result.
+A write that still fails (a full disk, ``/dev/full``, a folder made read-only
+meanwhile) is an :class:`OutputError`: exit 2 naming the option and the path,
+after the verdict was printed, never 1 (which is a finding) and never a traceback.
 """
 
 from __future__ import annotations
@@ -56,20 +59,32 @@ def check_output(path: Path | None, option: str) -> None:
         )
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path``; an OS error becomes a click error, not a traceback."""
+class OutputError(click.ClickException):
+    """An output file that could not be written: exit 2, naming the option and the path."""
+
+    exit_code = 2
+
+    def __init__(self, option: str, path: object, exc: OSError) -> None:
+        super().__init__(
+            f"{option}: cannot write {path}: {exc.strerror or exc}; the verdict above stands "
+            "but this output is missing: free space or fix the path, and run again"
+        )
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``; an OS error is an :class:`OutputError` (exit 2)."""
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None
+        raise OutputError(option, exc.filename or path, exc) from None
 
 
 def write_outputs(report: Report, html: Path | None, summary_md: Path | None) -> None:
     """The page and the summary, as asked, and the CI job summary when there is one."""
     if html is not None:
-        write_output(html, render_html(report))
+        write_output(html, render_html(report), "--html")
     if summary_md is not None:
-        write_output(summary_md, render_markdown(report))
+        write_output(summary_md, render_markdown(report), "--summary-md")
     step_summary = os.environ.get(STEP_SUMMARY)
     if step_summary:
         try:

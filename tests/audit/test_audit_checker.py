@@ -13,7 +13,9 @@ from audit_histories import INITIAL, M1, H, before, kinds, rec, run, through
 
 from fencepost.audit import brute
 from fencepost.audit.ops import Status
+from fencepost.audit.register import Budget, Snapshot, replay
 from fencepost.audit.run import AuditReport
+from fencepost.audit.stream import StreamAudit
 from fencepost.audit.verdict import LINEARIZABILITY, OP_ID_REUSE
 
 
@@ -327,11 +329,18 @@ def test_the_fragment_is_minimal_and_starts_from_a_state() -> None:
     [v] = report.violations
     assert len(v.ops) <= 3
     assert "revision" in v.start
-    for i in range(len(v.ops)):  # without any one operation, the fragment is linearizable
-        rest = [o for j, o in enumerate(v.ops) if j != i]
-        prefix = [o for o in h.ops if o.kind == "create_stream"]
-        if not any(o.kind == "create_stream" for o in rest):
-            assert LINEARIZABILITY not in kinds(H(created=False).ops + rest) or prefix
+    # The fragment as the register found it: its start states and its operations.
+    audit = StreamAudit("s")
+    for op in sorted(h.ops, key=lambda o: (o.t0, o.worker, o.seq)):
+        audit.add(op)
+    audit.finish()
+    failure = audit.record.failed
+    assert failure is not None and [r.op for r in failure.ops] == list(v.ops)
+    start = Snapshot(failure.start, ())
+    assert replay(start, failure.ops, Budget()) is not None  # not linearizable from there
+    for i in range(len(failure.ops)):  # without any one operation, it is
+        rest = failure.ops[:i] + failure.ops[i + 1 :]
+        assert replay(start, rest, Budget()) is None, f"still not linearizable without {i}"
 
 
 def test_a_budget_too_small_is_undecided_not_a_verdict() -> None:

@@ -68,7 +68,7 @@ def read_all(*paths: Path) -> list[Any]:
 
 BAD = [
     ("not json", "{not json", "not JSON"),
-    ("an array", "[1, 2]", "a log line is a JSON object"),
+    ("an array", "[1, 2]", "each line is one JSON object"),
     ("NaN", line().replace('"t0": 1', '"t0": NaN'), "NaN is not a number"),
     ("a float", line().replace('"t0": 1', '"t0": 1.5'), "not an integer"),
     ("1e400", line().replace('"t0": 1', '"t0": 1e400'), "not an integer"),

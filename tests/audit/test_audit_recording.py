@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,37 +148,92 @@ def test_keeping_only_the_newest_segments_audits_the_rest(tmp_path: Path) -> Non
     assert report.exit_code == 0, [v.message for v in report.violations]
 
 
-def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> None:
-    failing = {"on": False}
+class Disk:
+    """A disk that fills when told to (``full``): every write then fails with ENOSPC."""
 
-    def write(fd: int, data: bytes) -> int:
-        if failing["on"]:
+    def __init__(self) -> None:
+        self.full = False
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.full:
             raise OSError(errno.ENOSPC, "No space left on device")
-        import os
-
         return os.write(fd, data)
 
-    log = LogWriter(tmp_path / "audit.log", write=write)
+
+def test_a_full_disk_drops_lines_and_never_fails_the_caller(tmp_path: Path) -> None:
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
     store = RecordingStore(MemoryStore(), log, "w")
     source = SimulatedSource(1, 1, 5)
     store.create_stream(STREAM, source.membership())
-    failing["on"] = True
+    disk.full = True
     store.read_publication(STREAM)
     store.read_publication(STREAM)
     assert log.dropped == {STREAM: 2}
-    failing["on"] = False
+    disk.full = False
     store.read_publication(STREAM)
     log.close()
     lines = lines_of(log)
     assert [x["op"] for x in lines] == [
+        "segment",
         "create_stream",
         "create_stream",
         "dropped",
         "read_publication",
     ]
-    assert lines[2]["result"] == {"lines": 2}
+    assert lines[3]["result"] == {"lines": 2}
     report = audit([tmp_path / "audit.log"])
     assert report.exit_code == 4 and [s.stream for s in report.incomplete] == [STREAM]
+
+
+def test_a_disk_full_to_the_end_still_says_so_in_the_segment_line(tmp_path: Path) -> None:
+    """No line can be appended after the disk filled: the drops are written into the
+    segment line in place (it is padded for them), and the audit is undecided (exit 4)."""
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    store.create_stream("other", SimulatedSource(2, 1, 5).membership())
+    size = (tmp_path / "audit.log").stat().st_size
+    disk.full = True
+    for _ in range(3):
+        store.read_publication(STREAM)
+    store.read_publication("other")
+    log.close()  # the dropped lines cannot be appended: the disk is still full
+    assert (tmp_path / "audit.log").stat().st_size == size  # not one byte more
+    head = lines_of(log)[0]
+    assert head["op"] == "segment" and head["result"] == {
+        "dropped": {STREAM: 3, "other": 1},
+        "unnamed": 0,
+    }
+    report = audit([tmp_path / "audit.log"])
+    assert report.exit_code == 4
+    assert {s.stream: s.dropped for s in report.incomplete} == {STREAM: 3, "other": 1}
+    # Teeth: without the segment line's counts the same log audits clean.
+    cleared = (
+        (tmp_path / "audit.log").read_text().replace('"dropped":{"s":3,"other":1}', '"dropped":{}')
+    )
+    (tmp_path / "cleared.log").write_text(cleared)
+    assert audit([tmp_path / "cleared.log"]).exit_code == 0
+
+
+def test_more_streams_than_the_segment_line_can_name_make_every_stream_incomplete(
+    tmp_path: Path,
+) -> None:
+    disk = Disk()
+    log = LogWriter(tmp_path / "audit.log", write=disk.write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    disk.full = True
+    for i in range(100):
+        with contextlib.suppress(Exception):
+            store.read_publication(f"a-stream-with-a-long-name-{i}")
+    log.close()
+    head = lines_of(log)[0]
+    assert head["result"] == {"dropped": {}, "unnamed": 100}
+    report = audit([tmp_path / "audit.log"])
+    assert report.exit_code == 4 and report.unnamed_drops == 100
+    assert any("could not name" in d for d in report.doubts)
 
 
 def test_dev_full(tmp_path: Path) -> None:
@@ -187,3 +243,27 @@ def test_dev_full(tmp_path: Path) -> None:
     assert store.read_publication(STREAM).revision == 0
     assert log.dropped[STREAM] == 3 and log.lines == 0
     log.close()
+
+
+def test_a_line_torn_by_a_full_disk_then_nothing_more_still_says_so(tmp_path: Path) -> None:
+    """The disk fills mid-line: the segment ends torn, the next one cannot even begin, and
+    the drops go into the last segment line there is (the field report's probe: 2,921
+    lines dropped, the audit clean)."""
+    disk = Disk()
+
+    def write(fd: int, data: bytes) -> int:
+        if not disk.full and b"read_publication" in data:  # it fills in the middle of this line
+            disk.full = True
+            return os.write(fd, data[: len(data) // 2])
+        return disk.write(fd, data)
+
+    log = LogWriter(tmp_path / "audit.log", write=write)
+    store = RecordingStore(MemoryStore(), log, "w")
+    store.create_stream(STREAM, SimulatedSource(1, 1, 5).membership())
+    for _ in range(5):
+        store.read_publication(STREAM)
+    log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.log"]  # no empty segment
+    report = audit([tmp_path / "audit.log"])
+    assert report.torn == [f"{tmp_path / 'audit.log'}:4"]  # segment line, create (2 lines), read
+    assert report.exit_code == 4 and {s.stream: s.dropped for s in report.incomplete} == {STREAM: 5}

@@ -18,7 +18,8 @@ def test_proofs_part_passes_and_writes_junit(tmp_path: Path) -> None:
     junit = tmp_path / "gate.xml"
     result = CliRunner().invoke(command, ["--only", "proofs", "--junit", str(junit)])
     assert result.exit_code == 0, result.output
-    suite = ElementTree.parse(junit).getroot()
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None
     assert suite.get("tests") == "1" and suite.get("failures") == "0"
     assert suite.find("testcase").get("name") == "proofs"  # type: ignore[union-attr]
     # the cut algebra, and section 7 at any size (the protocol's inductive invariants)
@@ -57,7 +58,8 @@ def test_a_failing_part_fails_the_gate(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert result.exit_code == 1
     assert "the counterexample" in result.output
     assert "crashed: RuntimeError: store unreachable" in result.output
-    suite = ElementTree.parse(junit).getroot()
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None
     assert suite.get("failures") == "2"
 
 

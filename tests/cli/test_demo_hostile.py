@@ -32,6 +32,8 @@ def assert_refused(result: Result, code: int, *needles: str) -> None:
     [
         (["--interval", "nan"], ["--interval", "not NaN"]),
         (["--interval", "inf"], ["--interval"]),
+        (["--lose-responses", "nan"], ["--lose-responses", "a share of responses, not NaN"]),
+        (["--lose-responses", "-0.1"], ["--lose-responses", "0<=x<=0.5"]),
         (
             ["--events", "1000000", "--partitions", "10000"],
             ["--events", "10,000,000,000 events", "at most 1,000,000"],
@@ -45,7 +47,15 @@ def assert_refused(result: Result, code: int, *needles: str) -> None:
             ["--db", "fencepost_schema is given 2 times"],
         ),
     ],
-    ids=["nan", "inf", "advertised-maximum", "empty-schema", "repeated-schema"],
+    ids=[
+        "nan",
+        "inf",
+        "lose-nan",
+        "lose-negative",
+        "advertised-maximum",
+        "empty-schema",
+        "repeated-schema",
+    ],
 )
 def test_hostile_options_exit_2_naming_the_option(args: list[str], needles: list[str]) -> None:
     assert_refused(demo("--db", "memory:", *args), 2, *needles)

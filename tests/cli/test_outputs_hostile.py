@@ -58,15 +58,33 @@ def test_a_junit_path_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is a directory" in result.output
 
 
+HOSTILE_ESCAPED = "bad \\x07 \\x1b[31m \\ud800 \\x00 end"
+
+
 def test_scenario_junit_escapes_a_suts_words(tmp_path: Path) -> None:
     result = TargetResult("x-ok", "x-ok.toml", "sut", "fail", HOSTILE, "fail", narrative=(HOSTILE,))
     text = scenarios_command._junit([result])
     root = ET.fromstring(text.encode("utf-8"))  # parses: nothing XML cannot carry
-    failure = root.find("testcase/failure")
-    assert failure is not None and "\\x07" in failure.get("message", "")
-    assert "\\ud800" in (failure.text or "")
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("message") == HOSTILE_ESCAPED
+    assert failure.text == HOSTILE_ESCAPED
 
 
 def test_gate_junit_escapes_every_summary() -> None:
-    text = junit_xml([PartResult("conformance", False, HOSTILE, (HOSTILE,))])
-    ET.fromstring(text.encode("utf-8"))
+    """Each part's summary and details reach the file, escaped, in the right place."""
+    text = junit_xml(
+        [
+            PartResult("conformance", False, HOSTILE, (HOSTILE, "second detail")),
+            PartResult("proofs", True, "44 theorems as expected " + HOSTILE),
+        ]
+    )
+    suite = ET.fromstring(text.encode("utf-8")).find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    failed, passed = suite.findall("testcase")
+    assert (failed.get("name"), passed.get("name")) == ("conformance", "proofs")
+    failure = failed.find("failure")
+    assert failure is not None and failure.get("message") == HOSTILE_ESCAPED
+    assert failure.text == HOSTILE_ESCAPED + "\n\nsecond detail"
+    assert passed.find("failure") is None
+    assert passed.findtext("system-out") == "44 theorems as expected " + HOSTILE_ESCAPED

@@ -65,9 +65,11 @@ def next_read(msg, done):
 
 
 def sleeper(marker, env=None, **options):
-    # Writes its pid as the host sees it (/proc is the host's), then becomes `sleep 100`;
-    # returns once the pid is written, so the test always finds it.
-    code = ("import os, sys; open(sys.argv[1] + '.tmp', 'w').write(os.readlink('/proc/self')); "
+    # Writes its pid as the host sees it (/proc is the host's) and whether it leads a session
+    # of its own (it left the SUT's), then becomes `sleep 100`; returns once that is written,
+    # so the test always finds it.
+    code = ("import os, sys; leader = int(os.getsid(0) == os.getpid()); "
+            "open(sys.argv[1] + '.tmp', 'w').write('%s %d' % (os.readlink('/proc/self'), leader)); "
             "os.rename(sys.argv[1] + '.tmp', sys.argv[1]); os.execvp('sleep', ['sleep', '100'])")
     subprocess.Popen([sys.executable, "-c", code, marker], env=env, **options)
     while not os.path.exists(marker):
@@ -203,7 +205,8 @@ def test_a_hanging_sut_and_its_grandchild_are_killed(tmp_path: Path) -> None:
     spawn = f"sleeper({str(marker)!r}); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    grandchild = int(marker.read_text())
+    grandchild, leader = map(int, marker.read_text().split())
+    assert leader == 0  # it stayed in the SUT's session: the group kill is what ended it
     deadline = time.monotonic() + 30  # a fail-safe: the kill is awaited
     while _state(grandchild) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -216,8 +219,8 @@ def test_a_grandchild_in_a_session_of_its_own_is_killed_too(tmp_path: Path) -> N
     spawn = f"sleeper({str(marker)!r}, start_new_session=True); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    daemon = int(marker.read_text())
-    assert os.getpgid(daemon) != os.getpgid(os.getpid()) if _state(daemon) else True
+    daemon, leader = map(int, marker.read_text().split())
+    assert leader == 1  # recorded while it lived: it had left the SUT's session and group
     deadline = time.monotonic() + 30  # a fail-safe: the kill is awaited
     while _state(daemon) not in (None, "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -382,6 +385,54 @@ def test_untrusted_strings_never_break_a_report(tmp_path: Path) -> None:
         path.read_text(encoding="utf-8")  # every file is valid UTF-8
 
 
+def test_invisible_characters_and_links_from_a_sut_are_neutral_in_every_output(
+    tmp_path: Path,
+) -> None:
+    """U+202E and U+2066 (Trojan Source) from a SUT are shown as U+XXXX in the terminal,
+    JUnit, the report folder, the HTML page and the Markdown summary; a URL it sends never
+    becomes a link in the Markdown; --json escapes them too."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fencepost.cli import main
+
+    hostile = (
+        'sys.stdout.write(\'{"type": "hello_ok", "protocol": 1, '
+        '"name": "evil\\\\u202egnp.exe", "levels": ["publisher"]}\\n\'); '
+        "sys.stdout.flush()"
+    )
+    error = (
+        'sys.stdout.write(\'{"type": "error", "id": \' + str(rid) + \', "message": '
+        '"see https://evil.example/x www.evil.example me@evil.example op\\\\u2066-1"}\\n\'); '
+        "sys.stdout.flush()"
+    )
+    factory = fake(tmp_path, hello=hostile, publish=error)
+    out = {name: tmp_path / name for name in ("junit.xml", "page.html", "summary.md")}
+    report = tmp_path / "report"
+    args = ["conform", "--levels", "publisher", "--schedules", "0", "--depth", "0"]
+    args += ["--junit", str(out["junit.xml"]), "--report", str(report)]
+    args += ["--html", str(out["page.html"]), "--summary-md", str(out["summary.md"])]
+    result = CliRunner().invoke(main, [*args, "--", *factory.argv])
+    assert result.exit_code == 1, result.output
+    texts = {"terminal": result.output}
+    texts |= {name: path.read_text(encoding="utf-8") for name, path in out.items()}
+    texts |= {p.name: p.read_text(encoding="utf-8") for p in report.iterdir()}
+    for name, text in texts.items():
+        assert "\u202e" not in text and "\u2066" not in text, name
+    for name in ("terminal", "page.html", "summary.md", "summary.txt"):
+        assert "evilU+202Egnp.exe" in texts[name], name
+    for name in ("terminal", "junit.xml", "page.html", "summary.txt"):
+        assert "opU+2066-1" in texts[name], name
+    md = texts["summary.md"]
+    assert "://" not in md and "www." not in md and "@evil" not in md
+    assert "https&#58;//evil.example/x" in md and "www&#46;evil.example" in md
+    as_json = CliRunner().invoke(main, [*args[:7], "--json", "--", *factory.argv])
+    assert "\u202e" not in as_json.output and json.loads(as_json.output)["sut_name"].endswith(
+        "\u202egnp.exe"
+    )
+
+
 def test_a_lone_surrogate_from_a_sut_is_a_schema_failure_not_a_crash(tmp_path: Path) -> None:
     read = (
         'sys.stdout.write(\'{"type": "call", "call_id": "c\\\\ud800", "op": '
@@ -406,7 +457,8 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment(
     spawn = f"sleeper({str(marker)!r}, env={{}}, start_new_session=True); time.sleep(60)"
     rule, _ = run(fake(tmp_path, reply=spawn), timeout=0.5)
     assert rule is Rule.SUT_HANG
-    daemon = int(marker.read_text())
+    daemon, leader = map(int, marker.read_text().split())
+    assert leader == 1
     if isolation == "none":
         # The teardown is over when run() returns: whatever it caught is dead already.
         survived = _state(daemon) not in (None, "Z", "X")

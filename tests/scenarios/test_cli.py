@@ -57,7 +57,8 @@ def test_a_failing_file_exits_1_with_the_step_expected_and_actual(tmp_path: Path
     assert "FAIL  model" in out and "FAIL  impl:memory" in out
     assert "mismatch: step 5 (line" in out
     assert "expect.outcome: expected published, got unchanged" in out
-    suite = ElementTree.parse(junit).getroot()
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None
     assert suite.get("tests") == "2" and suite.get("failures") == "2"
     failure = suite.find("testcase/failure")
     assert failure is not None and "expect.outcome" in (failure.get("message") or "")

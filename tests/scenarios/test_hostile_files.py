@@ -86,12 +86,13 @@ def test_the_cli_exits_2_with_file_and_line(tmp_path: Path, kind: str, value: st
 
 
 def test_an_endless_device_is_refused_not_read_forever() -> None:
-    with pytest.raises(ContractError, match="larger than"):
+    refused = "a character device, not a regular file"
+    with pytest.raises(ContractError, match=refused):
         read_contract_file("/dev/zero")
-    with pytest.raises(ScenarioError, match="larger than"):
+    with pytest.raises(ScenarioError, match=refused):
         load_file("/dev/zero")
     result = CliRunner().invoke(main, ["review", "/dev/zero"])
-    assert result.exit_code == 2 and "larger than" in result.output
+    assert result.exit_code == 2 and refused in result.output
     result = CliRunner().invoke(main, ["scenarios", "/dev/zero"])
     assert result.exit_code == 2 and "not a regular file" in result.output
 

@@ -105,7 +105,10 @@ def test_the_ini_file_names_the_sut(project: pytest.Pytester) -> None:
     ("args", "says"),
     [
         (("--fencepost-levels", "publisher,nonsense"), "fencepost levels nonsense: choose from"),
-        (("--fencepost-depth", "7"), "depth 0-3"),
+        (("--fencepost-depth", "7"), "--fencepost-depth: 0 to 3"),
+        (("--fencepost-timeout", "1e-9"), "--fencepost-timeout: 1e-09 is not a number of seconds"),
+        (("--fencepost-timeout", "nan"), "--fencepost-timeout: nan is not a number of seconds"),
+        (("--fencepost-schedules", "-1"), "--fencepost-schedules: 0 to 1000000"),
     ],
 )
 def test_bad_options_are_usage_errors(
