@@ -288,7 +288,8 @@ _PHASE_SECONDS: dict[str, float] = {
 
 def _conformance_groups(options: GateOptions) -> tuple[tuple[str, ...], ...]:
     """The phases of a whole run, in plan order, split greedily into one group per job."""
-    from fencepost.harness.conformance import LEVELS, ConformOptions, phase_plan
+    from fencepost.harness.conformance import ConformOptions, phase_plan
+    from fencepost.harness.protocol import LEVELS
 
     plan = phase_plan(LEVELS, ConformOptions(schedules=options.conformance_schedules))
     count = max(1, options.jobs)
@@ -333,7 +334,8 @@ def _conformance_piece(options: GateOptions, key: str) -> object:
 
 
 def _conformance_combined(options: GateOptions, outputs: list[object]) -> PartResult:
-    from fencepost.harness.conformance import LEVELS, ConformOptions, ConformReport, phase_plan
+    from fencepost.harness.conformance import ConformOptions, ConformReport, phase_plan
+    from fencepost.harness.protocol import LEVELS
     from fencepost.harness.report import render_failure
 
     halves = [out for out in outputs if isinstance(out, ConformReport)]

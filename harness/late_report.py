@@ -44,14 +44,13 @@ from fencepost.harness.report import (
     MAX_REGRESSION_BYTES,
     REGRESSION_VERSION,
     RegressionError,
-    printable,
     write_transcript,
-    xml_text,
 )
 from fencepost.harness.rules import Violation
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError
 from fencepost.harness.worlds import LATE_COMMITS
+from fencepost.reports.text import printable, xml_text
 
 #: Transcript lines a finding shows in the text summary (the report folder has them all).
 TRANSCRIPT_TAIL = 0
