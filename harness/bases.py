@@ -496,6 +496,78 @@ _KEYS_CHECKPOINTER_BASE: tuple[Action, ...] = (
 )
 
 
+#: Two orders that cannot be compared, epochs that skip numbers, three members, an idle
+#: member, and a cutover judged against the record rather than the worker's own last write.
+#: Offsets. Epoch 1: A, B, C on ``offsets``; w1 publishes, then w2 publishes further.
+#: Epoch 3 (epoch 2 is skipped): B moves to order ``ledger``: the members cannot be
+#: compared and the merge must withhold ``incomparable`` (a scalar minimum across them is
+#: caught as ``certified_support``). Epoch 4: every member on ``offsets`` again, C idle
+#: (no events, a source vouching for ``before 9``), A with a late event below its old
+#: checkpoint: under ``monotone`` the new frontier is above w1's own last write but below
+#: the record, so the cutover is pending (a worker comparing with its own high-water
+#: mark instead of the record moves the record back).
+_INCOMPARABLE_PUBLISHER = WorldSetup(
+    order=OFFSETS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 1, 3, 5)),
+                PartitionSetup("B", _events("B", 2, 4, 6)),
+                PartitionSetup("C", _events("C", 3, 5)),
+            ),
+        ),
+        EpochSetup(
+            3,
+            (
+                PartitionSetup("A", _events("A", 1, 3, 5)),
+                PartitionSetup("B", _events("B", 2, 4, 6), order="ledger"),
+                PartitionSetup("C", _events("C", 3, 5)),
+            ),
+        ),
+        EpochSetup(
+            4,
+            (
+                PartitionSetup("A", (*_events("A", 1, 3, 5), EventSpec("Am1", 2))),
+                PartitionSetup("B", _events("B", 2, 4, 6)),
+                PartitionSetup("C", (), end=9),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_INCOMPARABLE_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # through 1
+    Advance("B"),  # through 2
+    Advance("C"),  # through 3
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes epoch 1 through 1
+    Advance("A"),  # through 3
+    Advance("A"),  # through 5
+    Advance("B"),  # through 4
+    Advance("C"),  # through 5
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes epoch 1 through 4
+    Reshard(),  # epoch 3: B on ledger
+    *(Advance("A") for _ in range(3)),  # through 5
+    *(Advance("B") for _ in range(3)),  # through 6
+    *(Advance("C") for _ in range(2)),  # through 5: a scalar minimum would be through 5
+    Publish("w1"),
+    *_answers("w1", 3),  # withheld incomparable
+    Reshard(),  # epoch 4: all on offsets, C idle, A's late event at 2
+    Advance("A"),  # through 1
+    Advance("A"),  # through 2
+    Advance("A"),  # through 3
+    Advance("B"),  # through 2
+    Advance("B"),  # through 4
+    Advance("C"),  # before 9
+    Publish("w1"),
+    *_answers("w1", 3),  # epoch 4 through 3: above w1's through 1, below the record
+)
+
+
 @dataclass(frozen=True)
 class Base:
     """A scripted base of the exhaustive search: a small world and a schedule racing its
@@ -644,6 +716,15 @@ BASES: dict[str, Base] = {
             TINY["composed"],
             BASE["composed"],
             "readers and a publisher of the SUT together",
+        ),
+        Base(
+            "publisher-incomparable",
+            "publisher",
+            _INCOMPARABLE_PUBLISHER,
+            _INCOMPARABLE_PUBLISHER_BASE,
+            "two orders that cannot be compared (withheld incomparable); epochs skipping "
+            "numbers; three members, one idle; a cutover judged against the record, not the "
+            "worker's own last write",
         ),
     )
 }

@@ -529,7 +529,7 @@ class Run(Conversation):
                 partition,
                 self.setup.scope,
                 request.epoch,
-                self.world.order,
+                self.world.order_of(request.epoch, partition),
             ),
         )
         return (
