@@ -48,9 +48,11 @@ from fencepost.harness.algebra import (
     shrink_case,
 )
 from fencepost.harness.bases import bases_of
+from fencepost.harness.classes import ClassCounts
 from fencepost.harness.coverage import Coverage, Situation
 from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
 from fencepost.harness.pool import SutPool
+from fencepost.harness.power import Power
 from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -123,6 +125,10 @@ class ConformOptions:
     #: Run only the phases of these names (:func:`phase_plan`); None runs every phase.
     #: Seeds are drawn as in a whole run, so a phase run alone finds what it finds there.
     only: frozenset[str] | None = None
+    #: Swarm testing: each random run switches a random subset of fault and situation
+    #: kinds on (harness/randomized.py, Swarm); off, every kind is on in every run.
+    #: docs/performance.md has the measurement that chose the default.
+    swarm: bool = True
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,10 @@ class ConformReport:
     processes: int = 0
     reused: int = 0
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+    #: Per wrong answer, the runs that would have caught it (harness/power.py).
+    power: Power = field(default_factory=lambda: Power.of(()))
+    #: Per level, the runs whose world held each value class (harness/classes.py).
+    classes: ClassCounts = field(default_factory=lambda: ClassCounts.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
     #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
@@ -187,8 +197,14 @@ class ConformReport:
     interrupted: str | None = None
 
     def warnings(self) -> tuple[str, ...]:
-        """Situations the tested levels can reach that no run exercised."""
-        return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
+        """Situations the tested levels can reach that no run exercised, and wrong answers
+        of the tested levels' decisions that no run would have caught."""
+        return tuple(
+            f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested)
+        ) + tuple(
+            f"no run would have caught the {w.decision} mistake {w.name}: {w.says}"
+            for w in self.power.missing(self.tested)
+        )
 
     @property
     def ok(self) -> bool:
@@ -370,7 +386,14 @@ def run_case(
             limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
-    return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
+    return run_random(
+        factory,
+        seed,
+        workers=options.workers,
+        timeout=options.timeout,
+        limits=_limits(integers),
+        swarm=options.swarm,
+    )
 
 
 def _failure_for(
@@ -392,6 +415,9 @@ class _Phases:
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        self.caught: list[frozenset[str]] = []
+        #: Per run: its level (the family of its case) and the value classes it held.
+        self.classes: list[tuple[str, frozenset[str]]] = []
         #: The phase running now (None between phases).
         self.running: str | None = None
 
@@ -409,6 +435,11 @@ class _Phases:
         )
         if failure is not None:
             self.failures.append(dataclasses.replace(failure, phase=name))
+
+    def _count(self, family: str, result: RunResult | AlgebraResult) -> None:
+        self.seen.append(result.situations)
+        self.caught.append(result.caught)
+        self.classes.append((family, result.classes))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
         name = self.running = PROBES_PHASE
@@ -440,7 +471,7 @@ class _Phases:
             except Exception as exc:  # a bug of the harness, never a verdict on the SUT
                 raise HarnessError(f"phase {name}", seed, exc) from exc
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(family_of(seed), result)
             if isinstance(result, AlgebraResult):
                 self.equivalent += result.equivalent_representations
             if not result.ok:
@@ -464,7 +495,7 @@ class _Phases:
         ):
             runs += 1
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(case.family, result)
             self.progress(name, runs, None)
             if not result.ok:
                 failure = _schedule_failure(factory, case.seed, result, self.options)
@@ -620,6 +651,8 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            power=Power.of(phases.caught),
+            classes=ClassCounts.of(phases.classes),
             interrupted=interrupted,
         )
 
@@ -728,6 +761,8 @@ def replay(
         problem=problem,
         integers=integers,
         coverage=Coverage.of(phases.seen),
+        power=Power.of(phases.caught),
+        classes=ClassCounts.of(phases.classes),
     )
 
 

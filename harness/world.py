@@ -298,9 +298,7 @@ def _validate(setup: WorldSetup) -> None:
             if name in seen:
                 raise SetupError(f"{pw}.name: partition {name!r} appears twice")
             seen.add(name)
-            if part.order is not None and (
-                _name(part.order, f"{pw}.order") == setup.order.name
-            ):
+            if part.order is not None and (_name(part.order, f"{pw}.order") == setup.order.name):
                 raise SetupError(
                     f"{pw}.order: {part.order!r} is the world's order; name another order "
                     "(or leave it out)"

@@ -92,6 +92,11 @@ BUGS: dict[str, tuple[str, str, str]] = {
         "checkpoints of partitions that are not members take part in the minimum",
         "algebra_merge",
     ),
+    "incomparable-scalar": (
+        "algebra",
+        "members on orders of different names merged as if they shared one order",
+        "algebra_merge / certified_support",
+    ),
     "relabel": (
         "algebra",
         "minimum by coordinate alone, labelled through if any member says through",
@@ -429,6 +434,8 @@ class Membership:
     def common_order(self) -> Order | None:
         """The one order all members share; None if they differ or there are none."""
         names = set(self.partitions.values())
+        if bug("incomparable-scalar") and names:
+            return self.orders[self.partitions[sorted(self.partitions)[0]]]
         return self.orders[names.pop()] if len(names) == 1 else None
 
 
@@ -578,7 +585,7 @@ def merge(membership: Membership, checkpoints: list[Checkpoint]) -> tuple[Cut | 
     if not bug("provisional-ok") and any(cp.finality != "final" for cp in present):
         return None, "unsupported_finality"
     order = membership.common_order()
-    if len(set(members.values())) > 1:
+    if len(set(members.values())) > 1 and not bug("incomparable-scalar"):
         return None, "incomparable"  # the caller keeps the vector (section 4, reason 5)
     if order is None:
         return None, "no_coverage"  # a membership with no partitions
