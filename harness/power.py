@@ -272,10 +272,18 @@ def _renamed(
         by_fold[fold(c.partition)] = c
     matched = []
     for p in sorted(membership.partitions):
-        c = by_fold.get(fold(p))
-        if c is not None:
+        found = by_fold.get(fold(p))
+        if found is not None:
             matched.append(
-                Checkpoint(p, c.cut, c.token, c.generation, c.scope, c.epoch, c.finality)
+                Checkpoint(
+                    p,
+                    found.cut,
+                    found.token,
+                    found.generation,
+                    found.scope,
+                    found.epoch,
+                    found.finality,
+                )
             )
     return merge(membership, matched)
 

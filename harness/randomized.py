@@ -55,6 +55,7 @@ _INT_POOLS: tuple[tuple[int, ...], ...] = (
     (-12, -3, -1, 0, 9, 10),
     (8, 9, 10, 11, 99, 100),
     (2**31 - 2, 2**31 - 1, 2**31, 2**53 - 1, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1),
+    (2**64 + 1, 10**40),
 )
 #: Strings (code point order): above U+FFFF where UTF-16 order disagrees (see BMP_HIGH);
 #: the empty string, prefixes and case variants; a combining mark against its
@@ -79,9 +80,7 @@ FEATURES: tuple[str, ...] = (
     "inject",  # misconfigured checkpoints
     "reshard",  # a second membership epoch
     "persistent",  # faults that outlast any retry budget (lost or beaten until the end)
-    "edges",  # coordinates from the value classes beyond small integers and plain strings
-    "names",  # member names differing only in case or normalisation
-    "incomparable",  # a member on an order that cannot be compared (publisher worlds)
+    "incomparable",  # a member on an order that cannot be compared
 )
 
 
@@ -132,12 +131,27 @@ def _pool(
     if kind == "string":
         if not edges:
             return list(_STR_POOLS[0])
-        strings = sorted({s for pool in _STR_POOLS for s in pool})
-        return sorted(rng.sample(strings, 6))
+        # Every string class: the empty string, a prefix pair, a case pair, a combining
+        # mark, a character above U+FFFF (and one below it that UTF-16 ranks above).
+        return sorted({"", "a", "ab", "B", "b", rng.choice(("e\u0301", "\u00e9")), "\U0001f600"})
     if not edges:
         return list(_INT_POOLS[0])
-    ints = sorted(set(_within(tuple(v for pool in _INT_POOLS for v in pool), limits)))
-    return sorted(rng.sample(ints, 6))
+    # One value of each integer class (harness/classes.py), six classes of seven.
+    groups = [
+        g
+        for g in (
+            _within((-12, -3, -1), limits),
+            [0],
+            [9, 10, 99, 100],
+            _within((2**31 - 1, 2**31), limits),
+            _within((2**53, 2**53 + 1), limits),
+            _within((2**63 - 1, 2**63, 2**63 + 1), limits),
+            _within((2**64 + 1, 10**40), limits),
+        )
+        if g
+    ]
+    chosen = rng.sample(groups, min(6, len(groups)))
+    return sorted({rng.choice(g) for g in chosen} | {1, 2})
 
 
 def _end(kind: str, rng: random.Random, pool: list[Coordinate]) -> Coordinate:
@@ -165,10 +179,10 @@ def random_setup(
     features = Swarm.draw(seed, swarm).on
     rng = random.Random(seed)
     order = rng.choice((OFFSETS, MILLIS, KEYS))
-    pool = _pool(order.kind, rng, "edges" in features, limits)
+    # Value classes are not a swarm feature: every level meets them in most runs.
+    pool = _pool(order.kind, rng, rng.random() < 0.75, limits)
     env = family == "publisher"
-    name_set = rng.choice(_NAME_SETS) if "names" in features else _NAME_SETS[0]
-    names = list(name_set[: rng.randint(1, 4 if env else 2)])
+    names = list(rng.choice(_NAME_SETS)[: rng.randint(1, 4 if env else 3)])
 
     def final_count(n: int) -> int | None:
         return None if env and rng.random() < 0.7 else rng.randint(0, n)
@@ -186,7 +200,7 @@ def random_setup(
                 end=_end(order.kind, rng, pool) if rng.random() < 0.5 else None,
             )
         )
-    other = env and "incomparable" in features and len(parts) > 1
+    other = "incomparable" in features and len(parts) > 1
     if other and rng.random() < 0.5:
         parts[-1] = dataclasses.replace(parts[-1], order="ledger")
         other = False
