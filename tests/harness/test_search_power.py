@@ -11,6 +11,8 @@ does catch a SUT that gives it.
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,7 @@ from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
 from fencepost.harness.schedule import CONFLICT_UNTIL_END, Advance, Answer, Publish
 from fencepost.harness.seeds import seed_for
+from fencepost.harness.transport import SubprocessSut
 from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
 from fencepost.judge.values import Checkpoint, Cut, Membership, Order
 from fencepost.mutants import Variant
@@ -67,6 +70,32 @@ def test_a_scalar_frontier_across_incomparable_orders_is_caught_at_the_publisher
         ),
     )
     assert not report.ok and report.failures[0].violation.rule is Rule.CERTIFIED_SUPPORT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", [(), ("--bug", "incomparable-scalar")], ids=["correct", "bug"])
+def test_the_python_example_withholds_incomparable_and_its_bug_is_caught(
+    bug: tuple[str, ...],
+) -> None:
+    example = (
+        Path(__file__).resolve().parents[2] / "examples" / "python-sut" / "fencepost_example.py"
+    )
+    factory = SubprocessSut([sys.executable, str(example), *bug])
+    try:
+        report = conform(
+            factory,
+            ConformOptions(
+                levels=frozenset({"publisher"}),
+                schedules=0,
+                only=frozenset({exhaustive_phase("publisher-incomparable", 1)}),
+            ),
+        )
+    finally:
+        factory.close()
+    if not bug:
+        assert report.ok, report.failures
+    else:
+        assert not report.ok and report.failures[0].violation.rule is Rule.CERTIFIED_SUPPORT
 
 
 def test_an_attempt_beaten_until_it_ends_must_give_up_and_published_then_is_caught() -> None:
