@@ -46,15 +46,17 @@ from fencepost.judge.values import (
     Order,
 )
 
-#: The kinds of decision, in the order of docs/semantics.md, and the level that makes each.
-DECISIONS: Mapping[str, str] = {
-    "compare": "algebra",
-    "certify": "checkpointer",
-    "ingest_report": "checkpointer",
-    "merge": "publisher",
-    "publish": "publisher",
-    "outcome": "publisher",
-    "op_id": "publisher",
+#: The kinds of decision, in the order of docs/semantics.md, and the levels whose runs
+#: measure each (a merge is measured on the algebra level's merge cases and on every
+#: publisher view).
+DECISIONS: Mapping[str, tuple[str, ...]] = {
+    "compare": ("algebra",),
+    "certify": ("checkpointer",),
+    "ingest_report": ("checkpointer",),
+    "merge": ("algebra", "publisher"),
+    "publish": ("publisher",),
+    "outcome": ("publisher",),
+    "op_id": ("publisher",),
 }
 
 
@@ -148,12 +150,13 @@ class Power:
 
         ``compare`` is made by the algebra level and, through the publisher's merges
         and the reader's certifications, by the others; only an algebra run counts it.
+        A merge mistake counts when the algebra level or the publisher level is tested.
         """
         tested = set(levels)
         return tuple(
             w
             for w in WRONG_ANSWERS
-            if self.runs.get(w.name, 0) == 0 and DECISIONS[w.decision] in tested
+            if self.runs.get(w.name, 0) == 0 and tested & set(DECISIONS[w.decision])
         )
 
 
