@@ -74,7 +74,15 @@ from fencepost.inputs.jsonlines import (
 )
 from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer
 from fencepost.judge.properties import judge_ingest_report, show
-from fencepost.judge.values import BadValue, Checkpoint, Coordinate, Cut, Page, Record
+from fencepost.judge.values import (
+    BadValue,
+    Checkpoint,
+    Coordinate,
+    Cut,
+    Finality,
+    Page,
+    Record,
+)
 
 #: Calls one request may make before the harness calls it a runaway.
 MAX_CALLS_PER_REQUEST = 500
@@ -687,6 +695,37 @@ class Conversation:
                 found = []
             self.caught.add("overwrite_after_conflict", bool(found))
 
+    def _weigh_pass_end(self, request: _Request, key: tuple[int, str]) -> None:
+        """The certify mistakes of a whole pass, judged at its end whatever the SUT wrote
+        and when: had it certified the greatest event seen, or the latest non-final claim,
+        on top of what the store holds now."""
+        world = self.world
+        entry = world.checkpoints.get(key)
+        stored = None if entry is None else entry.checkpoint
+        wrongs = []
+        if request.greatest is not None:
+            wrongs.append(("certify_greatest_seen", Cut.through(request.greatest)))
+        if request.nonfinal is not None:
+            wrongs.append(("certify_nonfinal_claim", request.nonfinal))
+        for name, cut in wrongs:
+            if stored is not None and stored.cut == cut:
+                continue
+            wrong = Checkpoint(
+                key[1],
+                cut,
+                None,
+                1 if stored is None else stored.generation + 1,
+                self.setup.scope,
+                key[0],
+                Finality.FINAL,
+            )
+            injected = bool(entry is not None and entry.injected)
+            try:
+                found = judge_checkpoint_write(world, key, stored, injected, wrong)
+            except (BadValue, ValueError):
+                found = []
+            self.caught.add(name, bool(found))
+
     # --- ends of requests ----------------------------------------------------------------
 
     def _finish_publish(self, worker: _Worker, request: _Request, reply: PublishOk) -> str:
@@ -727,6 +766,7 @@ class Conversation:
             judge_ingest_ok(self.world, (request.epoch, request.partition), reply), worker.name
         )
         key = (request.epoch, request.partition)
+        self._weigh_pass_end(request, key)
         if request.attempted is not None:
             stored = self.world.stored(*key)
             holds = stored.cut if stored is not None else Cut.nothing()
