@@ -44,6 +44,7 @@ from fencepost.judge.values import (
     Finality,
     Membership,
     Order,
+    Record,
 )
 
 #: The kinds of decision, in the order of docs/semantics.md, and the levels whose runs
@@ -522,10 +523,10 @@ def view_caught(view: View, judge_write: WriteJudge) -> set[str]:
             wrong = decide_merged(record, membership, merged, view.policy)
         except (BadValue, TypeError):
             continue
-        if _differs(wrong, right, view.order):
-            found.add(name) if _decision_rejected(
-                view, wrong, membership.epoch, judge_write
-            ) else None
+        if _differs(wrong, right, view.order) and _decision_rejected(
+            view, wrong, membership.epoch, judge_write
+        ):
+            found.add(name)
     found |= _publish_caught(view, right, record, membership, checkpoints, judge_write)
     return found
 
@@ -533,14 +534,13 @@ def view_caught(view: View, judge_write: WriteJudge) -> set[str]:
 def _publish_caught(
     view: View,
     right: Decision,
-    record: object,
+    record: Record,
     membership: Membership,
     checkpoints: tuple[Checkpoint, ...],
     judge_write: WriteJudge,
 ) -> set[str]:
-    from fencepost.judge.values import Record
-
-    assert isinstance(record, Record)
+    """The publish mistakes of sections 5 and 6 on one view: an epoch assumed +1, a
+    monotone cutover compared with the wrong cut or not held back, a reset one held."""
     found: set[str] = set()
     order = view.order
     try:
@@ -596,7 +596,8 @@ def outcome_caught(order: Order, log: AttemptLog, reported: Reported) -> set[str
     if reported.outcome == "gave_up" and writes:
         last = writes[-1]
         wrong = Reported("published", last.epoch, last.cut)
-        found.add("published_after_giving_up") if rejected(wrong) else None
+        if rejected(wrong):
+            found.add("published_after_giving_up")
         wrong = Reported("gave_up", last.epoch, last.cut)
         if differs(wrong) and rejected(wrong):
             found.add("gave_up_with_proposal")

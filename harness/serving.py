@@ -66,7 +66,7 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.session import BLANK_LINE
 from fencepost.harness.transport import Channel, stray_words
-from fencepost.harness.world import World, WorldSetup
+from fencepost.harness.world import Stored, World, WorldSetup
 from fencepost.inputs.jsonlines import (
     JSONObject,
     MessageError,
@@ -642,13 +642,13 @@ class Conversation:
         key: tuple[int, str],
         checkpoint: Checkpoint,
         current: Checkpoint | None,
-        entry: object,
+        entry: Stored | None,
         applied: bool,
         mode: str,
     ) -> None:
         """The certify mistakes the judge would have caught on this checkpoint write."""
         world = self.world
-        injected = bool(getattr(entry, "injected", False))
+        injected = entry is not None and entry.injected
 
         def rejected(cut: Cut) -> bool:
             if cut == checkpoint.cut:
