@@ -502,8 +502,20 @@ def _differs(a: Decision, b: Decision, order: Order) -> bool:
         return True
 
 
-def view_caught(view: View, judge_write: WriteJudge) -> set[str]:
-    """The merge and publish mistakes the judge would have caught on this view."""
+def view_caught(
+    view: View, judge_write: WriteJudge, known: frozenset[str] | set[str] = frozenset()
+) -> set[str]:
+    """The merge and publish mistakes the judge would have caught on this view.
+
+    ``known`` are the mistakes this run already counts: a run counts each once, so
+    they are not weighed again; and one wrong decision reached by several mistakes
+    is judged once. Both keep the cost to a few judge calls per attempt.
+    """
+    pending = [name for name in MERGE_ANSWERS if name not in known]
+    publish = {"epochs_plus_one", "cutover_vs_own_write", "monotone_as_reset"}
+    publish |= {"reset_as_monotone"}
+    if not pending and publish <= known:
+        return set()
     log = view.log
     if not log.shown or log.membership is None or log.checkpoints is None:
         return set()
@@ -515,7 +527,8 @@ def view_caught(view: View, judge_write: WriteJudge) -> set[str]:
     except BadValue:
         return set()
     found: set[str] = set()
-    for name in MERGE_ANSWERS:
+    judged: dict[Decision, bool] = {}
+    for name in pending:
         try:
             merged = wrong_merge(name, membership, checkpoints)
             if merged is None:
@@ -523,11 +536,14 @@ def view_caught(view: View, judge_write: WriteJudge) -> set[str]:
             wrong = decide_merged(record, membership, merged, view.policy)
         except (BadValue, TypeError):
             continue
-        if _differs(wrong, right, view.order) and _decision_rejected(
-            view, wrong, membership.epoch, judge_write
-        ):
+        if not _differs(wrong, right, view.order):
+            continue
+        if wrong not in judged:
+            judged[wrong] = _decision_rejected(view, wrong, membership.epoch, judge_write)
+        if judged[wrong]:
             found.add(name)
-    found |= _publish_caught(view, right, record, membership, checkpoints, judge_write)
+    if not publish <= known:
+        found |= _publish_caught(view, right, record, membership, checkpoints, judge_write)
     return found
 
 

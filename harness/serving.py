@@ -441,7 +441,9 @@ class Conversation:
         """The wrong answers this write's decision and op_id would have been caught on."""
         if log.shown:
             self.caught.names |= view_caught(
-                self._view(worker, log), self._write_judge(log.shown[-1].record)
+                self._view(worker, log),
+                self._write_judge(log.shown[-1].record),
+                self.caught.names,
             )
         key = (worker.incarnation, request.number)
         worker.op_ids.setdefault(key, op_id)
@@ -740,7 +742,9 @@ class Conversation:
         self.caught.names |= outcome_caught(self.world.order, log, reported)
         if reply.outcome in ("unchanged", "withheld") and log.shown:
             self.caught.names |= view_caught(
-                self._view(worker, log), self._write_judge(log.shown[-1].record)
+                self._view(worker, log),
+                self._write_judge(log.shown[-1].record),
+                self.caught.names,
             )
         self.seen.add(Situation(f"outcome_{reply.outcome}"))
         if reply.reason is not None:
