@@ -358,7 +358,7 @@ def save_regression(path: Path, failure: Failure, sut: str) -> Path:
 MAX_REGRESSION_BYTES = 16 << 20
 
 
-def _read_bounded(path: Path) -> str:
+def read_regression_text(path: Path) -> str:
     """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
         with open_regular(path) as handle:
@@ -379,7 +379,7 @@ def _read_bounded(path: Path) -> str:
         raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
-def _problem(exc: MessageError) -> str:
+def regression_problem(exc: MessageError) -> str:
     """The one JSON-lines reader's refusal, without its ``line`` prefix."""
     if exc.field == "line":
         return exc.problem
@@ -402,7 +402,7 @@ def load_regression(path: Path) -> Regression:
     names an unknown one could never run, and a replay that skipped it would pass
     a known-buggy SUT.
     """
-    text = _read_bounded(path)
+    text = read_regression_text(path)
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
@@ -411,7 +411,7 @@ def load_regression(path: Path) -> Regression:
         try:
             obj = decode_line(line)
         except MessageError as exc:
-            raise RegressionError(f"{path}:{number}: {_problem(exc)}") from None
+            raise RegressionError(f"{path}:{number}: {regression_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:
