@@ -41,14 +41,22 @@ FAMILY_LEVELS: Mapping[str, frozenset[str]] = MappingProxyType(
 #: The families in seed order: ``seed % len(FAMILIES)`` picks one.
 FAMILIES: tuple[str, ...] = tuple(FAMILY_LEVELS)
 
-#: phase (``exhaustive`` stands for every :func:`exhaustive_phase`) -> what it runs.
+#: The phases' names (one per scripted base for :func:`exhaustive_phase`).
+PROBES_PHASE = "error handling"
+ALGEBRA_EXHAUSTIVE_PHASE = "algebra exhaustive"
+ALGEBRA_RANDOM_PHASE = "algebra random"
+EXHAUSTIVE_PHASES = "exhaustive"
+RANDOM_SCHEDULES_PHASE = "random schedules"
+
+#: phase (``exhaustive`` stands for every :func:`exhaustive_phase`) -> what it runs,
+#: in run order.
 PHASES: Mapping[str, str] = MappingProxyType(
     {
-        "error handling": "unparsable and unexpected messages: an error back, and running on",
-        "algebra exhaustive": "compare and merge on every small case of each order",
-        "algebra random": "compare and merge on random cases",
-        "exhaustive": "a scripted base with every step possible inserted, to a depth",
-        "random schedules": "random worlds, faults and interleavings of the other families",
+        PROBES_PHASE: "unparsable and unexpected messages: an error back, and running on",
+        ALGEBRA_EXHAUSTIVE_PHASE: "compare and merge on every small case of each order",
+        ALGEBRA_RANDOM_PHASE: "compare and merge on random cases",
+        EXHAUSTIVE_PHASES: "a scripted base with every step possible inserted, to a depth",
+        RANDOM_SCHEDULES_PHASE: "random worlds, faults and interleavings of the other families",
     }
 )
 
