@@ -93,7 +93,9 @@ def test_a_new_mutant_without_homes_is_reported() -> None:
     assert "mutant made-up: no model mutant (fencepost.model.mutants)" in found
     assert any(f.startswith("mutant made-up: no branch in the model's") for f in found)
     assert any(f.startswith("mutant made-up: no branch in the Z3 relation") for f in found)
-    assert len(found) == 4, found
+    assert "mutant made-up: not listed in docs/conformance.md's mutant catalog" in found
+    assert "mutant made-up: no row in docs/proofs.md's table of refutations" in found
+    assert len(found) == 6, found
 
 
 def test_a_model_only_branch_of_an_implementation_only_mutant_is_reported() -> None:

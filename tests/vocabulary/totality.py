@@ -141,11 +141,15 @@ def missing_mutant_homes(
     model_branches: Collection[str] | None = None,
     relation_branches: Collection[str] | None = None,
     claimed_rules: Mapping[str, Collection[str]] | None = None,
+    documented: Collection[str] | None = None,
+    proof_table: Collection[str] | None = None,
 ) -> list[str]:
-    """Every known bug has its implementation in the catalog; one the vocabulary marks
-    ``in_model`` also a model mutant, a branch in the model's transitions and one in the Z3
-    relation; no home names a bug the vocabulary lacks; and every rule a catalog entry or
-    a model mutant claims to be caught by is a rule of the vocabulary."""
+    """Every known bug has its implementation in the catalog and its name in the catalog
+    paragraph of docs/conformance.md; one the vocabulary marks ``in_model`` also a model
+    mutant, a branch in the model's transitions, one in the Z3 relation and a row in
+    docs/proofs.md's table of refutations; no home names a bug the vocabulary lacks; and
+    every rule a catalog entry or a model mutant claims to be caught by is a rule of the
+    vocabulary."""
     from fencepost.model.mutants import MUTANTS as MODEL
     from fencepost.mutants import CATALOG
 
@@ -162,10 +166,25 @@ def missing_mutant_homes(
         for name, m in MODEL.items():
             claimed[f"model mutant {name}"] = {inv for _, inv in m.expected}
         claimed_rules = claimed
+    if documented is None:
+        text = _source("docs/conformance.md")
+        section = text.split("## fencepost's own SUT and the mutant catalog", 1)[-1]
+        documented = set(re.findall(r"`([a-z]+(?:-[a-z]+)*)`", section.split("\n## ", 1)[0]))
+    if proof_table is None:
+        rows = _source("docs/proofs.md").split("| mutant | refuted", 1)[-1].split("\n\n", 1)[0]
+        proof_table = {
+            n.strip()
+            for line in rows.splitlines()[2:]
+            for n in line.strip().strip("|").split("|")[0].split(",")
+        }
     missing: list[str] = []
     for name, m in mutants.items():
         if name not in catalog:
             missing.append(f"mutant {name}: no catalog entry (fencepost.mutants.catalog)")
+        if name not in documented:
+            missing.append(f"mutant {name}: not listed in docs/conformance.md's mutant catalog")
+        if m.in_model and name not in proof_table:
+            missing.append(f"mutant {name}: no row in docs/proofs.md's table of refutations")
         if not (m.bug and m.source):
             missing.append(f"mutant {name}: no bug text or no source in the vocabulary")
         homes = (
@@ -183,6 +202,7 @@ def missing_mutant_homes(
         ("model", model),
         ("model branch", model_branches),
         ("Z3 relation branch", relation_branches),
+        ("docs/proofs.md row", proof_table),
     ):
         for name in sorted(set(names) - set(mutants)):
             missing.append(f"{where} {name}: not a mutant of the vocabulary")
