@@ -74,6 +74,13 @@ from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
 )
+from fencepost.vocabulary.conformance import (
+    ALGEBRA_EXHAUSTIVE_PHASE,
+    ALGEBRA_RANDOM_PHASE,
+    RANDOM_SCHEDULES_PHASE,
+)
+from fencepost.vocabulary.conformance import PROBES_PHASE as PROBES_PHASE
+from fencepost.vocabulary.conformance import exhaustive_phase as exhaustive_phase
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
 Progress = Callable[[str, int, int | None], None]
@@ -473,15 +480,6 @@ class _Phases:
         self._ended(name, runs, messages, started, None)
 
 
-#: The name of the error-handling phase.
-PROBES_PHASE = "error handling"
-
-
-def exhaustive_phase(base: str, depth: int) -> str:
-    """The name of the phase that runs the scripted base ``base`` exhaustively."""
-    return f"{base} exhaustive (depth {depth})"
-
-
 def phase_plan(
     tested: Iterable[str], options: ConformOptions = ConformOptions()
 ) -> tuple[str, ...]:
@@ -494,12 +492,12 @@ def phase_plan(
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= levels]
     names = [PROBES_PHASE]
     if "algebra" in families:
-        names += ["algebra exhaustive", "algebra random"]
+        names += [ALGEBRA_EXHAUSTIVE_PHASE, ALGEBRA_RANDOM_PHASE]
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         names += [exhaustive_phase(base, options.depth) for base in bases_of(schedule_families)]
     if schedule_families and options.schedules > 0:
-        names.append("random schedules")
+        names.append(RANDOM_SCHEDULES_PHASE)
     return tuple(names)
 
 
@@ -658,12 +656,12 @@ def _run_phases(
     if wanted(PROBES_PHASE):
         phases.probes(used, frozenset(tested))
     if "algebra" in families and not phases.stop:
-        if wanted("algebra exhaustive"):
-            phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
+        if wanted(ALGEBRA_EXHAUSTIVE_PHASE):
+            phases.run(ALGEBRA_EXHAUSTIVE_PHASE, [ExhaustiveCase("algebra").seed], used)
         if not phases.stop:
             seeds = [seed_for(rng, "algebra") for _ in range(options.algebra_batches)]
-            if wanted("algebra random"):
-                phases.run("algebra random", seeds, used)
+            if wanted(ALGEBRA_RANDOM_PHASE):
+                phases.run(ALGEBRA_RANDOM_PHASE, seeds, used)
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         for base in bases_of(schedule_families):
@@ -676,8 +674,8 @@ def _run_phases(
             seed_for(rng, schedule_families[i % len(schedule_families)])
             for i in range(options.schedules)
         ]
-        if wanted("random schedules"):
-            phases.run("random schedules", seeds, used)
+        if wanted(RANDOM_SCHEDULES_PHASE):
+            phases.run(RANDOM_SCHEDULES_PHASE, seeds, used)
     return report()
 
 

@@ -20,7 +20,6 @@ Cost: linear in the findings' steps and transcripts.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +53,8 @@ from fencepost.harness.world import SetupError
 from fencepost.harness.worlds import LATE_COMMITS
 from fencepost.inputs.files import open_regular
 from fencepost.inputs.jsonlines import MessageError, decode_line
-from fencepost.reports.text import printable, xml_text
+from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
+from fencepost.reports.text import printable
 
 #: Transcript lines a finding shows in the text summary (the report folder has them all).
 TRANSCRIPT_TAIL = 0
@@ -374,29 +374,19 @@ def late_report_json(report: LateReport, command: str) -> dict[str, object]:
 # --- JUnit ------------------------------------------------------------------------------------
 
 
-def write_late_junit(path: Path, report: LateReport, command: str) -> None:
-    """JUnit XML: one test case per phase; each finding on the phase that found it.
+def late_junit_suite(report: LateReport, command: str) -> Suite:
+    """The report as a JUnit suite: one test case per phase; each finding on the phase that
+    found it, a phase that found the same bug as another pointing to it; the handshake's
+    violations and a level problem cases of their own.
 
     Suite properties: the SUT, the world's options, the row counts and the power table
     (``power.<run kind>.<wrong answer>``: runs that would have caught it).
     """
-    suites = ET.Element("testsuites")
     by_phase = {f.phase: f for f in report.findings}
-    extra = len(report.handshake) + (1 if report.problem else 0)
-    failed = sum(1 for p in report.phases if p.failed) + extra
-    suite = ET.SubElement(
-        suites,
-        "testsuite",
-        name=f"fencepost conform --world {LATE_COMMITS}",
-        tests=str(len(report.phases) + extra),
-        failures=str(failed),
-        errors="0",
-        time=f"{report.seconds:.3f}",
-    )
-    props = ET.SubElement(suite, "properties")
+    classname = "fencepost.conform.late_commits"
     t = report.totals
     options = report.options
-    for name, value in (
+    properties = [
         ("sut", report.sut),
         ("world", LATE_COMMITS),
         ("cursor", options.cursor),
@@ -410,53 +400,58 @@ def write_late_junit(path: Path, report: LateReport, command: str) -> None:
         ("runs_losing_rows", str(t.runs_losing)),
         ("runs_duplicating_rows", str(t.runs_duplicating)),
         ("absorbed", str(t.absorbed)),
-    ):
-        ET.SubElement(props, "property", name=name, value=xml_text(value))
-    for kind, row in report.power.caught.items():
-        for answer in WRONG_ANSWERS:
-            ET.SubElement(
-                props, "property", name=f"power.{kind}.{answer}", value=str(row.get(answer, 0))
-            )
+    ]
+    properties += [
+        (f"power.{kind}.{answer}", str(row.get(answer, 0)))
+        for kind, row in report.power.caught.items()
+        for answer in WRONG_ANSWERS
+    ]
+    cases: list[Case] = []
     for phase in report.phases:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname="fencepost.conform.late_commits",
-            name=phase.name,
-            time=f"{phase.seconds:.3f}",
-        )
+        outcome: Outcome | None = None
         finding = by_phase.get(phase.name)
         if finding is not None:
-            node = ET.SubElement(
-                case,
+            outcome = Outcome(
                 "failure",
-                message=xml_text(str(finding.violation)),
-                type=finding.violation.rule.value,
+                str(finding.violation),
+                finding.violation.rule.value,
+                render_finding(finding, options, command),
             )
-            node.text = xml_text(render_finding(finding, options, command))
         elif phase.failed:
             same = next((f for f in report.findings if phase.name in f.also), None)
-            if same is not None:
-                ET.SubElement(
-                    case,
+            outcome = (
+                Outcome(
                     "failure",
-                    message=xml_text(f"the same bug as in {same.phase}: {same.violation}"),
-                    type=same.violation.rule.value,
+                    f"the same bug as in {same.phase}: {same.violation}",
+                    same.violation.rule.value,
                 )
+                if same is not None
+                else Outcome("failure", f"the phase {phase.name} failed")
+            )
+        cases.append(Case(classname, phase.name, phase.seconds, outcome))
     for violation, _ in report.handshake:
-        case = ET.SubElement(
-            suite, "testcase", classname="fencepost.conform.late_commits", name="handshake"
+        cases.append(
+            Case(
+                classname,
+                "handshake",
+                None,
+                Outcome("failure", str(violation), violation.rule.value),
+            )
         )
-        ET.SubElement(case, "failure", message=xml_text(str(violation)), type=violation.rule.value)
     if report.problem:
-        case = ET.SubElement(
-            suite, "testcase", classname="fencepost.conform.late_commits", name="levels"
-        )
-        ET.SubElement(case, "failure", message=xml_text(report.problem), type="levels")
-    out = ET.SubElement(suite, "system-out")
-    out.text = xml_text(verdict_line(report))
-    ET.indent(suites)
-    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+        cases.append(Case(classname, "levels", None, Outcome("failure", report.problem, "levels")))
+    return Suite(
+        f"fencepost conform --world {LATE_COMMITS}",
+        tuple(cases),
+        report.seconds,
+        tuple(properties),
+        verdict_line(report),
+    )
+
+
+def write_late_junit(path: Path, report: LateReport, command: str) -> None:
+    """JUnit XML of :func:`late_junit_suite`, by the one writer (:mod:`fencepost.reports.junit`)."""
+    path.write_text(junit_xml(late_junit_suite(report, command)), encoding="utf-8")
 
 
 # --- report folders and regression files -------------------------------------------------------
@@ -521,10 +516,8 @@ def regression_world(path: Path) -> str | None:
     try:
         with open_regular(path) as handle:
             first = handle.readline(MAX_REGRESSION_BYTES)
-        header = decode_line(first.decode("utf-8"))
+        header = decode_line(first.decode("utf-8").rstrip("\n"))
     except (OSError, ValueError, MessageError):
-        return None
-    if not isinstance(header, dict):
         return None
     return LATE_COMMITS if header.get("world") == LATE_COMMITS else "frontier"
 
