@@ -138,7 +138,10 @@ def test_markdown_escapes_everything_a_sut_sent() -> None:
     assert sut.startswith("- **SUT**: ``<script>") and sut.endswith("end``")
     outside = text.replace(sut, "")
     assert "<script>" not in outside and "<img" not in outside
-    assert not re.search(r"(?<!\\)\]\(", outside), "no link or image survives"
+    # the only links are the report's own, from the failures' index to their anchors
+    own = re.findall(r"(?<!\\)\]\(([^)]*)\)", outside)
+    assert own and all(re.fullmatch(r"#failure-\d+", target) for target in own), own
+    assert "javascript:" not in "".join(own)
     assert "\\[link\\]" in text and "\\*bold\\*" in text
     assert "\x1b" not in text and "\ud800" not in text
     for line in text.splitlines():
