@@ -336,7 +336,8 @@ def _conformance_piece(options: GateOptions, key: str) -> object:
 def _conformance_combined(options: GateOptions, outputs: list[object]) -> PartResult:
     from fencepost.harness.conformance import ConformOptions, ConformReport, phase_plan
     from fencepost.harness.protocol import LEVELS
-    from fencepost.harness.report import render_failure
+    from fencepost.harness.findings import group
+    from fencepost.harness.report import render_finding
 
     halves = [out for out in outputs if isinstance(out, ConformReport)]
     first = halves[0]
@@ -365,7 +366,10 @@ def _conformance_combined(options: GateOptions, outputs: list[object]) -> PartRe
     )
     if report.ok:
         return PartResult("conformance", True, summary + ", conformant", evidence=(report,))
-    details = [render_failure(f, "fencepost sut") for f in report.failures]
+    findings = group(report.failures)  # one per distinct bug, not one per phase
+    details = [
+        render_finding(f, n, len(findings), "fencepost sut") for n, f in enumerate(findings, 1)
+    ]
     if report.problem:
         details.append(report.problem)
     return PartResult(

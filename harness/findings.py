@@ -79,10 +79,22 @@ def group(failures: Iterable[Failure]) -> tuple[Finding, ...]:
 
 
 def one_line(finding: Finding) -> str:
-    """The finding in one line: the rule, what broke, the phase (for the closing recap)."""
+    """The finding in one line: the rule, what broke, the phase (for the closing recap).
+
+    The message is whole (what broke is at its end: "expected before 1, got through 1");
+    the other phases are named when there are at most three, counted otherwise.
+    """
     failure = finding.failure
     v = failure.violation
     where = failure.phase or "the handshake"
-    also = f"; also seen in {len(finding.also_seen)} more phase(s)" if finding.also_seen else ""
-    message = v.message if len(v.message) <= 160 else v.message[:157] + "..."
-    return f"{v.rule.value}: {message} (phase {where}{also})"
+    also = finding.also_seen
+    if len(also) > 3:
+        where += f"; also seen in {len(also)} more phases"
+    elif also:
+        where += f"; also seen in {', '.join(also)}"
+    return f"{v.rule.value}: {v.message} (phase {where})"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 finding``, ``2 findings``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"

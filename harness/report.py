@@ -31,7 +31,7 @@ from fencepost.harness.algebra import (
 )
 from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
-from fencepost.harness.findings import Finding, group, one_line
+from fencepost.harness.findings import Finding, group, one_line, plural
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
 )
@@ -136,8 +136,8 @@ def verdict_line(report: ConformReport) -> str:
     if not count:
         return "fencepost conform: NOT CONFORMANT"
     failing = sum(p.failed for p in report.phases)
-    phases = f" in {failing} of {len(report.phases)} phase(s)" if failing else ""
-    return f"fencepost conform: NOT CONFORMANT: {count} finding(s){phases}"
+    phases = f" (seen in {failing} of {len(report.phases)} phases)" if failing else ""
+    return f"fencepost conform: NOT CONFORMANT: {plural(count, 'finding')}{phases}"
 
 
 def render_recap(report: ConformReport, command: str) -> list[str]:
@@ -149,7 +149,10 @@ def render_recap(report: ConformReport, command: str) -> list[str]:
     findings = group(report.failures)
     out: list[str] = []
     if findings:
-        out.append(f"recap: {len(findings)} finding(s), the shortest counterexample of each:")
+        out.append(
+            f"recap: {plural(len(findings), 'finding')} (one per distinct bug), each by its "
+            "shortest counterexample:"
+        )
         for n, finding in enumerate(findings, 1):
             out.append(f"  {n}. {one_line(finding)}")
             out.append(f"     replay: {replay_hint(finding.failure, command)}")
