@@ -90,6 +90,15 @@ def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
 
 
+#: Called once per phase as it ends, with its figures (``failed`` set when it found a bug):
+#: a live display marks the phase and stops its clock.
+PhaseEnded = Callable[["Phase"], None]
+
+
+def _unnoticed(phase: Phase) -> None:
+    """The default end-of-phase callback: nothing."""
+
+
 #: The shortest and the longest time (seconds) a SUT may be given to answer a message.
 #: Below the shortest a correct SUT is judged by the machine's load, not by what it does (a
 #: process needs a scheduler tick or two to answer; ``--timeout 1e-9`` failed every SUT);
@@ -192,9 +201,27 @@ class ConformReport:
     #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
     #: and no verdict.
     interrupted: str | None = None
+    #: Whether this was a search (every phase of the budget), not a replay of one case or
+    #: one file: only a search is expected to reach every situation.
+    searched: bool = True
+    #: False when no process of the SUT ever answered ``hello`` with ``hello_ok`` (it could
+    #: not be started, exited at once, or answered something else): nothing was tested,
+    #: and ``fencepost conform`` exits 2 naming the cause instead of giving a verdict.
+    started: bool = True
 
     def warnings(self) -> tuple[str, ...]:
-        """Situations the tested levels can reach that no run exercised."""
+        """Situations the tested levels can reach that no run of a search exercised.
+
+        Nothing for a replay (one case reaches a few situations by design), for a run that
+        tested no level (nothing ran: the cause is reported instead), or for one stopped
+        by Ctrl-C, or for one with a failing phase (a phase stops at its first failure,
+        leaving the rest of its cases unrun; the verdict stands anyway): a warning must
+        mean the search has a blind spot.
+        """
+        if not self.searched or not self.tested or self.interrupted is not None:
+            return ()
+        if any(p.failed for p in self.phases):  # a phase stops at its first failure
+            return ()
         return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
 
     @property
@@ -391,8 +418,15 @@ def _failure_for(
 class _Phases:
     """Runs phases one after the other, keeping each phase's figures and first failure."""
 
-    def __init__(self, progress: Progress, options: ConformOptions, integers: str) -> None:
+    def __init__(
+        self,
+        progress: Progress,
+        options: ConformOptions,
+        integers: str,
+        ended: PhaseEnded = _unnoticed,
+    ) -> None:
         self.progress = progress
+        self.ended = ended
         self.options = options
         self.integers = integers
         self.done: list[Phase] = []
@@ -411,11 +445,11 @@ class _Phases:
         self, name: str, runs: int, messages: int, started: float, failure: Failure | None
     ) -> None:
         self.running = None
-        self.done.append(
-            Phase(name, runs, messages, time.monotonic() - started, failure is not None)
-        )
+        phase = Phase(name, runs, messages, time.monotonic() - started, failure is not None)
+        self.done.append(phase)
         if failure is not None:
             self.failures.append(dataclasses.replace(failure, phase=name))
+        self.ended(phase)
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
         name = self.running = PROBES_PHASE
@@ -567,9 +601,15 @@ class _Counted:
 
 
 def conform(
-    factory: SutFactory, options: ConformOptions = ConformOptions(), progress: Progress = _quiet
+    factory: SutFactory,
+    options: ConformOptions = ConformOptions(),
+    progress: Progress = _quiet,
+    ended: PhaseEnded = _unnoticed,
 ) -> ConformReport:
-    """Test the SUT ``factory`` starts, every phase (see the module docstring)."""
+    """Test the SUT ``factory`` starts, every phase (see the module docstring).
+
+    ``progress`` hears of each run as a phase goes, ``ended`` of each phase as it ends.
+    """
     started = time.monotonic()
     factory = counted = _Counted(factory)
     hello, broken = greet(factory, options.timeout)
@@ -582,7 +622,7 @@ def conform(
     if hello is not None and "reset" in hello.capabilities and options.reuse:
         pool = SutPool(factory, options.timeout)
         used = pool
-    phases = _Phases(progress, options, integers)
+    phases = _Phases(progress, options, integers, ended)
 
     def report(problem: str | None = None, interrupted: str | None = None) -> ConformReport:
         if interrupted is not None:  # no graceful shutdowns, no confirming runs: stop now
@@ -619,6 +659,7 @@ def conform(
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
             interrupted=interrupted,
+            started=hello is not None,
         )
 
     try:
@@ -726,6 +767,8 @@ def replay(
         problem=problem,
         integers=integers,
         coverage=Coverage.of(phases.seen),
+        searched=False,
+        started=hello is not None,
     )
 
 
