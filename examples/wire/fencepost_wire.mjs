@@ -197,7 +197,8 @@ export function parse(text, { bigint = false, maps = false } = {}) {
   return v;
 }
 
-// Serialize plain objects, Maps, arrays, strings, BigInts, safe integers, booleans, null.
+// Serialize plain objects, Maps, arrays, strings, BigInts, safe integers, JsonFloats,
+// booleans, null.
 export function stringify(v) {
   if (v === null) return 'null';
   switch (typeof v) {
@@ -208,6 +209,7 @@ export function stringify(v) {
     case 'string': return JSON.stringify(v);
     case 'boolean': return String(v);
     case 'object': {
+      if (v instanceof JsonFloat) return v.text;
       if (Array.isArray(v)) return '[' + v.map(stringify).join(',') + ']';
       const entries = v instanceof Map ? [...v.entries()] : Object.entries(v);
       return '{' + entries.map(([k, x]) => JSON.stringify(k) + ':' + stringify(x)).join(',') + '}';
