@@ -48,9 +48,11 @@ from fencepost.harness.algebra import (
     shrink_case,
 )
 from fencepost.harness.bases import bases_of
+from fencepost.harness.classes import ClassCounts
 from fencepost.harness.coverage import Coverage, Situation
 from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
 from fencepost.harness.pool import SutPool
+from fencepost.harness.power import Power
 from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -139,6 +141,10 @@ class ConformOptions:
     #: Run only the phases of these names (:func:`phase_plan`); None runs every phase.
     #: Seeds are drawn as in a whole run, so a phase run alone finds what it finds there.
     only: frozenset[str] | None = None
+    #: Swarm testing: each random run switches a random subset of fault and situation
+    #: kinds on (harness/randomized.py, Swarm); off, every kind is on in every run.
+    #: docs/performance.md has the measurement that chose the default.
+    swarm: bool = True
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,10 @@ class ConformReport:
     processes: int = 0
     reused: int = 0
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+    #: Per wrong answer, the runs that would have caught it (harness/power.py).
+    power: Power = field(default_factory=lambda: Power.of(()))
+    #: Per level, the runs whose world held each value class (harness/classes.py).
+    classes: ClassCounts = field(default_factory=lambda: ClassCounts.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
     #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
@@ -210,7 +220,8 @@ class ConformReport:
     started: bool = True
 
     def warnings(self) -> tuple[str, ...]:
-        """Situations the tested levels can reach that no run of a search exercised.
+        """Situations the tested levels can reach that no run of a search exercised, and
+        wrong answers of the tested levels' decisions that no run would have caught.
 
         Nothing for a replay (one case reaches a few situations by design), for a run that
         tested no level (nothing ran: the cause is reported instead), or for one stopped
@@ -222,7 +233,12 @@ class ConformReport:
             return ()
         if any(p.failed for p in self.phases):  # a phase stops at its first failure
             return ()
-        return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
+        return tuple(
+            f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested)
+        ) + tuple(
+            f"no run would have caught the {w.decision} mistake {w.name}: {w.says}"
+            for w in self.power.missing(self.tested)
+        )
 
     @property
     def ok(self) -> bool:
@@ -404,7 +420,14 @@ def run_case(
             limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
-    return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
+    return run_random(
+        factory,
+        seed,
+        workers=options.workers,
+        timeout=options.timeout,
+        limits=_limits(integers),
+        swarm=options.swarm,
+    )
 
 
 def _failure_for(
@@ -433,6 +456,9 @@ class _Phases:
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        self.caught: list[frozenset[str]] = []
+        #: Per run: its level (the family of its case) and the value classes it held.
+        self.classes: list[tuple[str, frozenset[str]]] = []
         #: The phase running now (None between phases).
         self.running: str | None = None
 
@@ -450,6 +476,11 @@ class _Phases:
         if failure is not None:
             self.failures.append(dataclasses.replace(failure, phase=name))
         self.ended(phase)
+
+    def _count(self, family: str, result: RunResult | AlgebraResult) -> None:
+        self.seen.append(result.situations)
+        self.caught.append(result.caught)
+        self.classes.append((family, result.classes))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
         name = self.running = PROBES_PHASE
@@ -481,7 +512,7 @@ class _Phases:
             except Exception as exc:  # a bug of the harness, never a verdict on the SUT
                 raise HarnessError(f"phase {name}", seed, exc) from exc
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(family_of(seed), result)
             if isinstance(result, AlgebraResult):
                 self.equivalent += result.equivalent_representations
             if not result.ok:
@@ -505,7 +536,7 @@ class _Phases:
         ):
             runs += 1
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(case.family, result)
             self.progress(name, runs, None)
             if not result.ok:
                 failure = _schedule_failure(factory, case.seed, result, self.options)
@@ -658,6 +689,8 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            power=Power.of(phases.caught),
+            classes=ClassCounts.of(phases.classes),
             interrupted=interrupted,
             started=hello is not None,
         )
@@ -769,6 +802,8 @@ def replay(
         coverage=Coverage.of(phases.seen),
         searched=False,
         started=hello is not None,
+        power=Power.of(phases.caught),
+        classes=ClassCounts.of(phases.classes),
     )
 
 
