@@ -74,7 +74,7 @@ from fencepost.inputs.jsonlines import (
 )
 from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer
 from fencepost.judge.properties import judge_ingest_report, show
-from fencepost.judge.values import BadValue, Checkpoint, Coordinate, Cut, Page, Record
+from fencepost.judge.values import BadValue, Checkpoint, Coordinate, Cut, Finality, Page, Record
 
 #: Calls one request may make before the harness calls it a runaway.
 MAX_CALLS_PER_REQUEST = 500
@@ -718,6 +718,36 @@ class Conversation:
         reason = f" {reply.reason}" if reply.reason else ""
         return f"it ends: {reply.outcome}{reason} {show(reply.epoch, reply.cut)}"
 
+    def _weigh_nonfinal(self, request: _Request, key: tuple[int, str]) -> None:
+        """At the end of a pass that saw a non-final claim: had the program certified that
+        claim (instead of whatever it did, a write or none), would the judge have refused
+        the write? A program that writes only on pages with final claims never writes
+        after the last non-final one, so this is weighed where the pass decides, its end,
+        not only at its writes. Costs one judge call per such pass."""
+        assert request.nonfinal is not None
+        entry = self.world.checkpoints.get(key)
+        current = None if entry is None else entry.checkpoint
+        if current is not None and current.cut == request.nonfinal:
+            return
+        wrong = Checkpoint(
+            key[1],
+            request.nonfinal,
+            None,
+            1 if current is None else current.generation + 1,
+            self.world.setup.scope,
+            key[0],
+            Finality.FINAL,
+        )
+        try:
+            caught = bool(
+                judge_checkpoint_write(
+                    self.world, key, current, bool(entry and entry.injected), wrong
+                )
+            )
+        except (BadValue, ValueError):
+            caught = False
+        self.caught.add("certify_nonfinal_claim", caught)
+
     def _finish_ingest(self, worker: _Worker, request: _Request, reply: IngestOk) -> str:
         try:
             reply.cut.validated(self.world.order, "ingest_ok.cut")
@@ -737,6 +767,8 @@ class Conversation:
             except BadValue:
                 wrong = []
             self.caught.add("report_unstored", bool(wrong))
+        if request.nonfinal is not None:
+            self._weigh_nonfinal(request, key)
         worker.ended = RequestEnd(
             worker.name, "ingest", request.id, "ingest_ok", None, None, reply.cut
         )
