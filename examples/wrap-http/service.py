@@ -150,11 +150,12 @@ class HttpStore:
             self.conn.request(method, path, body=data, headers=headers)
             response = self.conn.getresponse()
             text = response.read()
-        except (http.client.HTTPException, OSError):  # reconnect once, then give up
+        except (http.client.HTTPException, OSError):
+            # No automatic retry: a broken connection is a lost answer (a write may have
+            # landed), which the library settles by reading back. The next request
+            # opens a new connection.
             self.conn.close()
-            self.conn.request(method, path, body=data, headers=headers)
-            response = self.conn.getresponse()
-            text = response.read()
+            raise lf.Lost() from None
         if response.status == 504:
             raise lf.Lost()
         return response.status, json.loads(text) if text else None
