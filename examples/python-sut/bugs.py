@@ -237,6 +237,15 @@ def _(m: Any) -> None:
         return lowest, None
 
     m.merge = merge
+    one_order = m.Membership.common_order
+
+    def common_order(self: Any) -> Any:
+        # The publisher decides on the same one order the merge took.
+        if len(set(self.partitions.values())) > 1:
+            return self.orders[self.partitions[sorted(self.partitions)[0]]]
+        return one_order(self)
+
+    m.Membership.common_order = common_order
 
 
 @bug(
