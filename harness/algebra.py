@@ -383,11 +383,12 @@ class AlgebraResult:
         return not self.violations
 
 
-def caught_by(case: AlgebraCase) -> set[str]:
-    """The wrong answers (harness/power.py) this case tells apart from the right one."""
+def caught_by(case: AlgebraCase, known: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """The wrong answers (harness/power.py) this case tells apart from the right one
+    (those in ``known``, already counted for the batch, are not weighed again)."""
     if isinstance(case, CompareCase):
-        return algebra_compare_caught(case.order, case.a, case.b)
-    return algebra_merge_caught(case.membership, case.checkpoints)
+        return algebra_compare_caught(case.order, case.a, case.b, known)
+    return algebra_merge_caught(case.membership, case.checkpoints, known)
 
 
 def classes_of(case: AlgebraCase) -> set[str]:
@@ -526,7 +527,7 @@ def run_algebra(
             session.case_no += 1
             ran += 1
             seen |= situations_of(case)
-            caught |= caught_by(case)
+            caught |= caught_by(case, caught)
             classes |= classes_of(case)
             verdict = judge(case, ask(session, case))
             if verdict == "equivalent":

@@ -425,11 +425,16 @@ MERGE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decisi
 COMPARE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decision == "compare")
 
 
-def algebra_compare_caught(order: Order, a: Cut, b: Cut) -> set[str]:
-    """The compare mistakes a compare case tells apart from the right answer."""
+def algebra_compare_caught(
+    order: Order, a: Cut, b: Cut, known: set[str] | frozenset[str] = frozenset()
+) -> set[str]:
+    """The compare mistakes a compare case tells apart from the right answer (those in
+    ``known`` are not weighed)."""
     right = compare(order, a, b)
     found = set()
     for name in COMPARE_ANSWERS:
+        if name in known:
+            continue
         try:
             wrong = wrong_compare(name, order, a, b)
         except (BadValue, TypeError):
@@ -439,9 +444,13 @@ def algebra_compare_caught(order: Order, a: Cut, b: Cut) -> set[str]:
     return found
 
 
-def algebra_merge_caught(membership: Membership, checkpoints: Sequence[Checkpoint]) -> set[str]:
+def algebra_merge_caught(
+    membership: Membership,
+    checkpoints: Sequence[Checkpoint],
+    known: set[str] | frozenset[str] = frozenset(),
+) -> set[str]:
     """The merge mistakes a merge case tells apart from the right answer (the algebra
-    level's judge rejects any other claim or reason)."""
+    level's judge rejects any other claim or reason; those in ``known`` are not weighed)."""
     try:
         right = merge(membership, checkpoints)
     except BadValue:
@@ -450,6 +459,8 @@ def algebra_merge_caught(membership: Membership, checkpoints: Sequence[Checkpoin
     order = membership.order_of(members[0]) if members else None
     found = set()
     for name in MERGE_ANSWERS:
+        if name in known:
+            continue
         try:
             wrong = wrong_merge(name, membership, checkpoints)
         except (BadValue, TypeError):

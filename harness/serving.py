@@ -651,6 +651,11 @@ class Conversation:
         """The certify mistakes the judge would have caught on this checkpoint write."""
         world = self.world
         injected = entry is not None and entry.injected
+        known = self.caught.names
+        if {"certify_greatest_seen", "certify_nonfinal_claim", "certify_successor"} | {
+            "overwrite_after_conflict"
+        } <= known:
+            return
 
         def rejected(cut: Cut) -> bool:
             if cut == checkpoint.cut:
@@ -710,7 +715,7 @@ class Conversation:
         if request.nonfinal is not None:
             wrongs.append(("certify_nonfinal_claim", request.nonfinal))
         for name, cut in wrongs:
-            if stored is not None and stored.cut == cut:
+            if name in self.caught.names or (stored is not None and stored.cut == cut):
                 continue
             wrong = Checkpoint(
                 key[1],
