@@ -355,7 +355,7 @@ def missing_tool_homes(
     extras: Collection[str] | None = None,
 ) -> list[str]:
     """Every tool has an adapter (whose module file exists), a review model, a pip extra
-    and a page docs/real-tools-NAME.md; no home names a tool the vocabulary lacks."""
+    and a page docs/real-tools-<tool>.md; no home names a tool the vocabulary lacks."""
     import tomllib
 
     from fencepost.adapters import ADAPTERS
