@@ -163,8 +163,8 @@ def missing_mutant_homes(
         claimed: dict[str, set[str]] = {}
         for name, v in CATALOG.items():
             claimed[f"catalog {name}"] = {r for rules in v.caught_by.values() for r in rules}
-        for name, m in MODEL.items():
-            claimed[f"model mutant {name}"] = {inv for _, inv in m.expected}
+        for name, mutant in MODEL.items():
+            claimed[f"model mutant {name}"] = {inv for _, inv in mutant.expected}
         claimed_rules = claimed
     if documented is None:
         text = _source("docs/conformance.md")
@@ -239,7 +239,7 @@ def missing_backend_homes(
     if refinement is None:
         tree = ast.parse(_source("properties/backends.py"))
         refinement = {
-            node.comparators[0].value
+            str(node.comparators[0].value)
             for fn in ast.walk(tree)
             if isinstance(fn, ast.FunctionDef) and fn.name == "open_backend"
             for node in ast.walk(fn)
