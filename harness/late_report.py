@@ -43,12 +43,15 @@ from fencepost.harness.report import (
     MAX_REGRESSION_BYTES,
     REGRESSION_VERSION,
     RegressionError,
+    read_regression_text,
+    regression_problem,
     write_transcript,
 )
 from fencepost.harness.rules import Violation
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError
 from fencepost.harness.worlds import LATE_COMMITS
+from fencepost.inputs.files import open_regular
 from fencepost.inputs.jsonlines import MessageError, decode_line
 from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
 from fencepost.reports.text import printable
@@ -511,7 +514,7 @@ def save_late_regression(path: Path, finding: LateFinding, sut: str) -> Path:
 def regression_world(path: Path) -> str | None:
     """The world a regression file belongs to (from its header), or None if unreadable."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             first = handle.readline(MAX_REGRESSION_BYTES)
         header = decode_line(first.decode("utf-8").rstrip("\n"))
     except (OSError, ValueError, MessageError):
@@ -533,29 +536,16 @@ class LateRegression:
 
 def load_late_regression(path: Path) -> LateRegression:
     """Read a regression file of this world; :class:`RegressionError` names the line."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_REGRESSION_BYTES + 1)
-    except OSError as exc:
-        raise RegressionError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_REGRESSION_BYTES:
-        raise RegressionError(f"{path}: larger than {MAX_REGRESSION_BYTES >> 20} MiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        where = raw[: exc.start].count(b"\n") + 1
-        raise RegressionError(f"{path}:{where}: not UTF-8 text ({exc.reason})") from None
+    text = read_regression_text(path)
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
     objects: list[tuple[int, dict[str, object]]] = []
     for number, line in numbered:
         try:
-            obj = decode_line(line)  # the one reader of untrusted JSON lines
+            obj = decode_line(line)
         except MessageError as exc:
-            field = exc.field.removeprefix("line").removeprefix(".")
-            problem = f"{field}: {exc.problem}" if field else exc.problem
-            raise RegressionError(f"{path}:{number}: {problem}") from None
+            raise RegressionError(f"{path}:{number}: {regression_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION or header.get("world") != (

@@ -155,7 +155,23 @@ def judge_publication_write(
                 f"{show(old.epoch, old.cut)} -> {show(new.epoch, new.cut)}",
             )
         )
-    if membership is not None and not new.cut.is_nothing:
+    orders = (
+        sorted({membership.partitions[p] for p in membership.partitions})
+        if membership is not None
+        else []
+    )
+    if len(orders) > 1 and not new.cut.is_nothing:
+        # docs/semantics.md section 4, reason 5: members on orders that cannot be compared
+        # have no scalar frontier at all, whatever each certified.
+        found.append(
+            (
+                Property.CERTIFIED_SUPPORT,
+                f"{who} published {show(new.epoch, new.cut)} but the members of epoch "
+                f"{new.epoch} are on incomparable orders ({', '.join(orders)}): no scalar "
+                "frontier exists (withheld incomparable)",
+            )
+        )
+    elif membership is not None and not new.cut.is_nothing:
         short: list[str] = []
         relabel = False
         for partition in sorted(membership.partitions):

@@ -251,6 +251,8 @@ def header(**changes: object) -> str:
         (header() + '\n{"step": 1, "action": {"do": "dance"}}', ":2: line 2.action.do"),
         (header() + '\n{"step": 1, "action": {"do": "tick_to", "time": 1.5}}', "time"),
         (header() + "\n" + "[" * 100000, ":2: nested too deeply"),
+        (header() + '\n{"step": 1, "step": 2, "action": {"do": "sync"}}', ":2: "),
+        (header()[:-1] + ', "world": "frontier"}', ":1: "),
         # the one JSON-lines reader: a second "seed" must not silently replace the first
         (header()[:-1] + ', "seed": 7}', ":1: seed: duplicate key"),
         (header() + '\n{"step": 1, "action": {"do": "tick_to", "time": NaN}}', ":2: NaN"),
@@ -267,3 +269,12 @@ def test_a_bad_regression_file_is_refused_with_its_line(
         "--world", "late-commits", "--replay-file", str(path), "--", *tool("correct")
     )
     assert code == 2 and "--replay-file" in err and words in err
+    if text.count('"step"') == 2 or text.count('"world"') == 2:
+        assert "duplicate" in err, err
+
+
+def test_a_regression_file_that_is_a_device_is_refused_at_once() -> None:
+    code, _, err = conform(
+        "--world", "late-commits", "--replay-file", "/dev/zero", "--", *tool("correct")
+    )
+    assert code == 2 and "/dev/zero: a character device, not a regular file" in err
