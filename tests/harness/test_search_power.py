@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_phases import FilteredSut
 
 from fencepost.harness.bases import BASES
 from fencepost.harness.classes import CLASSES, coordinate_classes, world_classes
@@ -32,7 +33,6 @@ from fencepost.judge.values import Checkpoint, Cut, Membership, Order
 from fencepost.mutants import Variant
 from fencepost.mutants.decisions import IncomparableScalarPublisher, incomparable_scalar
 from fencepost.sut.adapter import InProcessSut
-from tests.harness.test_phases import FilteredSut
 
 INCOMPARABLE_SCALAR = Variant(
     name="incomparable-scalar",
