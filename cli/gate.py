@@ -40,7 +40,10 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-BACKENDS = ("memory", "sqlite", "postgres")
+from fencepost.vocabulary.backends import STORE_BACKENDS
+
+#: The store backends ``fencepost check --backend`` takes: the vocabulary's.
+BACKENDS: tuple[str, ...] = tuple(STORE_BACKENDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,9 +49,11 @@ from fencepost.harness.algebra import (
     shrink_case,
 )
 from fencepost.harness.bases import bases_of
+from fencepost.harness.classes import ClassCounts
 from fencepost.harness.coverage import Coverage, Situation
 from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
 from fencepost.harness.pool import SutPool
+from fencepost.harness.power import Power
 from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -75,6 +77,13 @@ from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
 )
+from fencepost.vocabulary.conformance import (
+    ALGEBRA_EXHAUSTIVE_PHASE,
+    ALGEBRA_RANDOM_PHASE,
+    RANDOM_SCHEDULES_PHASE,
+)
+from fencepost.vocabulary.conformance import PROBES_PHASE as PROBES_PHASE
+from fencepost.vocabulary.conformance import exhaustive_phase as exhaustive_phase
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
 Progress = Callable[[str, int, int | None], None]
@@ -133,6 +142,10 @@ class ConformOptions:
     #: Run only the phases of these names (:func:`phase_plan`); None runs every phase.
     #: Seeds are drawn as in a whole run, so a phase run alone finds what it finds there.
     only: frozenset[str] | None = None
+    #: Swarm testing: each random run switches a random subset of fault and situation
+    #: kinds on (harness/randomized.py, Swarm); off, every kind is on in every run.
+    #: docs/performance.md has the measurement that chose the default.
+    swarm: bool = True
 
 
 @dataclass(frozen=True)
@@ -190,6 +203,10 @@ class ConformReport:
     processes: int = 0
     reused: int = 0
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+    #: Per wrong answer, the runs that would have caught it (harness/power.py).
+    power: Power = field(default_factory=lambda: Power.of(()))
+    #: Per level, the runs whose world held each value class (harness/classes.py).
+    classes: ClassCounts = field(default_factory=lambda: ClassCounts.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
     #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
@@ -205,7 +222,8 @@ class ConformReport:
     started: bool = True
 
     def warnings(self) -> tuple[str, ...]:
-        """Situations the tested levels can reach that no run of a search exercised.
+        """Situations the tested levels can reach that no run of a search exercised, and
+        wrong answers of the tested levels' decisions that no run would have caught.
 
         Nothing for a replay (one case reaches a few situations by design), for a run that
         tested no level (nothing ran: the cause is reported instead), or for one stopped
@@ -217,7 +235,12 @@ class ConformReport:
             return ()
         if any(p.failed for p in self.phases):  # a phase stops at its first failure
             return ()
-        return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
+        return tuple(
+            f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested)
+        ) + tuple(
+            f"no run would have caught the {w.decision} mistake {w.name}: {w.says}"
+            for w in self.power.missing(self.tested)
+        )
 
     @property
     def ok(self) -> bool:
@@ -433,7 +456,14 @@ def run_case(
             limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
-    return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
+    return run_random(
+        factory,
+        seed,
+        workers=options.workers,
+        timeout=options.timeout,
+        limits=_limits(integers),
+        swarm=options.swarm,
+    )
 
 
 def _failure_for(
@@ -462,6 +492,9 @@ class _Phases:
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        self.caught: list[frozenset[str]] = []
+        #: Per run: its level (the family of its case) and the value classes it held.
+        self.classes: list[tuple[str, frozenset[str]]] = []
         #: The phase running now (None between phases).
         self.running: str | None = None
 
@@ -479,6 +512,11 @@ class _Phases:
         if failure is not None:
             self.failures.append(dataclasses.replace(failure, phase=name))
         self.ended(phase)
+
+    def _count(self, family: str, result: RunResult | AlgebraResult) -> None:
+        self.seen.append(result.situations)
+        self.caught.append(result.caught)
+        self.classes.append((family, result.classes))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
         name = self.running = PROBES_PHASE
@@ -510,7 +548,7 @@ class _Phases:
             except Exception as exc:  # a bug of the harness, never a verdict on the SUT
                 raise HarnessError(f"phase {name}", seed, exc) from exc
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(family_of(seed), result)
             if isinstance(result, AlgebraResult):
                 self.equivalent += result.equivalent_representations
             if not result.ok:
@@ -534,22 +572,13 @@ class _Phases:
         ):
             runs += 1
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(case.family, result)
             self.progress(name, runs, None)
             if not result.ok:
                 failure = _schedule_failure(factory, case.seed, result, self.options)
                 self._ended(name, runs, messages, started, failure)
                 return
         self._ended(name, runs, messages, started, None)
-
-
-#: The name of the error-handling phase.
-PROBES_PHASE = "error handling"
-
-
-def exhaustive_phase(base: str, depth: int) -> str:
-    """The name of the phase that runs the scripted base ``base`` exhaustively."""
-    return f"{base} exhaustive (depth {depth})"
 
 
 def phase_plan(
@@ -564,12 +593,12 @@ def phase_plan(
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= levels]
     names = [PROBES_PHASE]
     if "algebra" in families:
-        names += ["algebra exhaustive", "algebra random"]
+        names += [ALGEBRA_EXHAUSTIVE_PHASE, ALGEBRA_RANDOM_PHASE]
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         names += [exhaustive_phase(base, options.depth) for base in bases_of(schedule_families)]
     if schedule_families and options.schedules > 0:
-        names.append("random schedules")
+        names.append(RANDOM_SCHEDULES_PHASE)
     return tuple(names)
 
 
@@ -696,6 +725,8 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            power=Power.of(phases.caught),
+            classes=ClassCounts.of(phases.classes),
             interrupted=interrupted,
             started=not never_greeted(broken),
         )
@@ -735,12 +766,12 @@ def _run_phases(
     if wanted(PROBES_PHASE):
         phases.probes(used, frozenset(tested))
     if "algebra" in families and not phases.stop:
-        if wanted("algebra exhaustive"):
-            phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
+        if wanted(ALGEBRA_EXHAUSTIVE_PHASE):
+            phases.run(ALGEBRA_EXHAUSTIVE_PHASE, [ExhaustiveCase("algebra").seed], used)
         if not phases.stop:
             seeds = [seed_for(rng, "algebra") for _ in range(options.algebra_batches)]
-            if wanted("algebra random"):
-                phases.run("algebra random", seeds, used)
+            if wanted(ALGEBRA_RANDOM_PHASE):
+                phases.run(ALGEBRA_RANDOM_PHASE, seeds, used)
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         for base in bases_of(schedule_families):
@@ -753,8 +784,8 @@ def _run_phases(
             seed_for(rng, schedule_families[i % len(schedule_families)])
             for i in range(options.schedules)
         ]
-        if wanted("random schedules"):
-            phases.run("random schedules", seeds, used)
+        if wanted(RANDOM_SCHEDULES_PHASE):
+            phases.run(RANDOM_SCHEDULES_PHASE, seeds, used)
     return report()
 
 
@@ -807,6 +838,8 @@ def replay(
         coverage=Coverage.of(phases.seen),
         searched=False,
         started=not never_greeted(failure),
+        power=Power.of(phases.caught),
+        classes=ClassCounts.of(phases.classes),
     )
 
 

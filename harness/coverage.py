@@ -126,8 +126,6 @@ LEVEL_OF: Mapping[Situation, str] = {
         for s in Situation
         if s.value.startswith(("lost_write_", "withheld_", "outcome_", "cutover_"))
     },
-    # Set after the prefix rule below: a harness world has one order, so only the
-    # algebra level's merge cases meet incomparable orders.
     Situation.PUBLISHERS_RACING: "publisher",
     Situation.SUCCESSOR_EDGE: "publisher",
     Situation.RESHARD_BELOW_CHECKPOINT: "publisher",
@@ -139,7 +137,6 @@ LEVEL_OF: Mapping[Situation, str] = {
     Situation.STALE_CHECKPOINT_RETRY: "checkpointer",
     Situation.LOST_CHECKPOINT_WRITE_REREAD: "checkpointer",
     Situation.EMPTY_PAGE_FINAL_CLAIM: "checkpointer",
-    Situation.WITHHELD_INCOMPARABLE: "algebra",
 }
 
 

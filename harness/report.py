@@ -29,9 +29,11 @@ from fencepost.harness.algebra import (
     describe_case,
     run_algebra,
 )
+from fencepost.harness.classes import CLASSES
 from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
 from fencepost.harness.findings import Finding, group, one_line, plural
+from fencepost.harness.power import DECISIONS, WRONG_ANSWERS
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
 )
@@ -234,8 +236,46 @@ def render_coverage(report: ConformReport) -> list[str]:
     for situation in Situation:
         runs = report.coverage.runs.get(situation, 0)
         out.append(f"    {situation.says:<{width}}  {runs:>5}")
+    out.extend(render_power(report))
+    out.extend(render_classes(report))
     for warning in report.warnings():
         out.append(f"  WARNING: {warning}")
+    return out
+
+
+def render_power(report: ConformReport) -> list[str]:
+    """The discriminating coverage table: per decision kind and wrong answer, the runs in
+    which the judge would have rejected that wrong answer (docs/conformance.md)."""
+    tested = set(report.tested)
+    out = [
+        "  discriminating coverage (runs in which the judge would have rejected each plausible "
+        "wrong answer, per decision):"
+    ]
+    width = max(len(w.name) for w in WRONG_ANSWERS)
+    for decision, level in DECISIONS.items():
+        if level not in tested:
+            continue
+        out.append(f"    {decision} ({level}):")
+        for w in WRONG_ANSWERS:
+            if w.decision == decision:
+                runs = report.power.runs.get(w.name, 0)
+                out.append(f"      {w.name:<{width}}  {runs:>5}  {w.says}")
+    return out
+
+
+def render_classes(report: ConformReport) -> list[str]:
+    """Per value class, the runs whose world held it, per level (docs/conformance.md)."""
+    levels = [
+        f for f in ("algebra", "publisher", "checkpointer", "composed") if f in report.classes.runs
+    ]
+    if not levels:
+        return []
+    width = max(len(name) for name in CLASSES)
+    out = ["  value classes (runs whose world held each class, per level):"]
+    out.append("    " + " " * width + "".join(f"  {lv:>12}" for lv in levels))
+    for name in CLASSES:
+        cells = "".join(f"  {report.classes.runs[lv].get(name, 0):>12}" for lv in levels)
+        out.append(f"    {name:<{width}}{cells}")
     return out
 
 
@@ -287,6 +327,11 @@ def report_json(report: ConformReport) -> dict[str, object]:
         "integers": report.integers,
         "processes": {"started": report.processes, "reused": report.reused},
         "coverage": {s.value: report.coverage.runs.get(s, 0) for s in Situation},
+        "power": {
+            w.name: {"decision": w.decision, "runs": report.power.runs.get(w.name, 0)}
+            for w in WRONG_ANSWERS
+        },
+        "classes": {level: dict(row) for level, row in report.classes.runs.items()},
         "warnings": list(report.warnings()),
         "notes": list(report.notes),
         "failures": [failure_json(f) for f in report.failures],
@@ -338,6 +383,9 @@ def junit_suite(report: ConformReport, command: str) -> Suite:
         ("integers", report.integers),
     ]
     properties += [(f"coverage.{s.value}", str(report.coverage.runs.get(s, 0))) for s in Situation]
+    properties += [
+        (f"power.{w.name}", str(report.power.runs.get(w.name, 0))) for w in WRONG_ANSWERS
+    ]
     warnings = report.warnings()
     return Suite(
         "fencepost conform",
@@ -442,7 +490,7 @@ def save_regression(path: Path, failure: Failure, sut: str) -> Path:
 MAX_REGRESSION_BYTES = 16 << 20
 
 
-def _read_bounded(path: Path) -> str:
+def read_regression_text(path: Path) -> str:
     """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
         with open_regular(path) as handle:
@@ -463,7 +511,7 @@ def _read_bounded(path: Path) -> str:
         raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
-def _problem(exc: MessageError) -> str:
+def regression_problem(exc: MessageError) -> str:
     """The one JSON-lines reader's refusal, without its ``line`` prefix."""
     if exc.field == "line":
         return exc.problem
@@ -486,7 +534,7 @@ def load_regression(path: Path) -> Regression:
     names an unknown one could never run, and a replay that skipped it would pass
     a known-buggy SUT.
     """
-    text = _read_bounded(path)
+    text = read_regression_text(path)
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
@@ -495,7 +543,7 @@ def load_regression(path: Path) -> Regression:
         try:
             obj = decode_line(line)
         except MessageError as exc:
-            raise RegressionError(f"{path}:{number}: {_problem(exc)}") from None
+            raise RegressionError(f"{path}:{number}: {regression_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:

@@ -9,266 +9,47 @@ and needs only the Python 3.11 standard library. It implements all three levels:
 * ``checkpointer``: one ingest pass of a partition reader (section 3);
 * ``publisher``: one publication attempt (sections 5 and 6).
 
+The wire (framing, strict parsing, handshake, calls, error replies, ``reset``,
+``shutdown``) is examples/wire/fencepost_wire.py; this file holds the decisions.
+
 Run it under the harness::
 
     fencepost conform -- python3 examples/python-sut/fencepost_example.py
 
-Every deliberate bug (``--bug NAME[,NAME]``, ``--list-bugs``) is one small
-``if bug("NAME"):`` next to the line it breaks, so that the correct code reads
-straight through. See README.md in this folder for the flags and the bug list.
+The deliberate bugs (``--bug NAME[,NAME]``, ``--list-bugs``) are not in this file:
+bugs.py next to it is a table of named mutations, each replacing one function or
+method of this file at start-up, so that the code here reads as the correct
+implementation. See README.md in this folder for the flags and the bug list.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
-PROTOCOL = 1
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "wire"))
+from fencepost_wire import Calls, Refuse, Sut, is_int
+from fencepost_wire import ProtocolBreak as WireProtocolBreak
+
 LEVELS = ("algebra", "checkpointer", "publisher")
-
-# --------------------------------------------------------------------------------------
-# Deliberate bugs. name -> (level, what the implementer got wrong, rule expected to break)
-# --------------------------------------------------------------------------------------
-
-BUGS: dict[str, tuple[str, str, str]] = {
-    # algebra: compare (sections 1, 2)
-    "kind-blind": (
-        "algebra",
-        "compare on dense orders looks at coordinates only: before x == through x",
-        "algebra_compare",
-    ),
-    "succ-everywhere": (
-        "algebra",
-        "compare treats every integer order as having a successor: through x == before x+1 "
-        "on timestamps",
-        "algebra_compare",
-    ),
-    "utf16": (
-        "algebra",
-        "strings compared by UTF-16 code units instead of code points",
-        "algebra_compare",
-    ),
-    "float-coords": (
-        "algebra",
-        "integer coordinates compared as IEEE doubles (precision lost above 2^53)",
-        "algebra_compare",
-    ),
-    "falsy-zero": (
-        "algebra",
-        "a cut whose coordinate is 0 or '' is taken for nothing (`if not cut.at`)",
-        "algebra_compare",
-    ),
-    # algebra: merge (section 4)
-    "reason-order": (
-        "algebra",
-        "withheld reasons checked per checkpoint instead of across the whole vector",
-        "algebra_merge",
-    ),
-    "skip-missing": (
-        "algebra",
-        "a member without a checkpoint is skipped (treated as idle)",
-        "algebra_merge / certified_support",
-    ),
-    "provisional-ok": (
-        "algebra",
-        "merge trusts provisional checkpoints",
-        "algebra_merge / soundness",
-    ),
-    "scope-blind": (
-        "algebra",
-        "merge trusts checkpoints of another query scope",
-        "algebra_merge / soundness",
-    ),
-    "epoch-blind": (
-        "algebra",
-        "merge trusts checkpoints stamped with another epoch",
-        "algebra_merge / soundness",
-    ),
-    "nonmember-pins": (
-        "algebra",
-        "checkpoints of partitions that are not members take part in the minimum",
-        "algebra_merge",
-    ),
-    "relabel": (
-        "algebra",
-        "minimum by coordinate alone, labelled through if any member says through",
-        "algebra_merge / soundness / no_relabeling",
-    ),
-    "exclusive-normalize": (
-        "algebra",
-        "the merged through x is published as before x+1 on every integer order",
-        "algebra_merge / certified_support",
-    ),
-    # publisher (sections 5, 6)
-    "stale-cut-retry": (
-        "publisher",
-        "after a conflict the old cut is written again at the new revision, not recomputed",
-        "monotone_publication",
-    ),
-    "blind-success": (
-        "publisher",
-        "a lost write response is taken as success",
-        "lost_response_honesty",
-    ),
-    "confirm-revision": (
-        "publisher",
-        "after a lost write, a moved revision alone is taken as confirmation",
-        "lost_response_honesty",
-    ),
-    "confirm-other-epoch": (
-        "publisher",
-        "after a lost write, a record at or past the cut confirms whatever its epoch",
-        "lost_response_honesty",
-    ),
-    "fence-blind": (
-        "publisher",
-        "after a lost write the old membership is kept and the retry stays in the old epoch",
-        "epoch_fence",
-    ),
-    "monotone-as-reset": (
-        "publisher",
-        "policy monotone handled like reset: the record may move to a new epoch with a lower cut",
-        "monotone_publication",
-    ),
-    "reset-as-monotone": (
-        "publisher",
-        "policy reset handled like monotone: withheld cutover_pending under reset",
-        "honest_outcome",
-    ),
-    "op-id-reuse": (
-        "publisher",
-        "the op_id counter advances only after an acknowledged write",
-        "op_id_reuse",
-    ),
-    "gave-up-dishonest": (
-        "publisher",
-        "gave_up reports the cut it proposed, not a record it was shown",
-        "honest_outcome",
-    ),
-    "no-retry-budget": (
-        "publisher",
-        "conflicts and lost responses are retried forever",
-        "runaway",
-    ),
-    "giveup-on-withheld": (
-        "publisher",
-        "a missing checkpoint is reported as gave_up (retry later) instead of withheld",
-        "honest_outcome",
-    ),
-    "stale-unchanged": (
-        "publisher",
-        "after a conflict whose record already claims the proposal, unchanged carries the "
-        "record read before the write",
-        "honest_outcome",
-    ),
-    "lost-read-empty": (
-        "publisher",
-        "a read_checkpoints whose response is lost is taken as an empty vector",
-        "honest_outcome",
-    ),
-    "cached-membership": (
-        "publisher",
-        "the membership is read once per process and reused by later attempts",
-        "honest_outcome",
-    ),
-    "reset-keeps-cache": (
-        "publisher",
-        "reset forgets everything but the per-process record memo",
-        "reset",
-    ),
-    # checkpointer (section 3)
-    "max-observed": (
-        "checkpointer",
-        "the greatest event observed is certified (through max at), whatever the claim",
-        "checkpoint_truth",
-    ),
-    "nonfinal-claim": (
-        "checkpointer",
-        "a claim that is not final is certified",
-        "checkpoint_truth",
-    ),
-    "epsilon": (
-        "checkpointer",
-        "a through x claim is stored as before x+1 on every integer order",
-        "checkpoint_truth",
-    ),
-    "checkpoint-before-outcomes": (
-        "checkpointer",
-        "the checkpoint is written before the page's outcomes are recorded",
-        "checkpoint_truth",
-    ),
-    "ingest-report-unstored": (
-        "checkpointer",
-        "after a checkpoint conflict ingest_ok reports the cut it tried to write",
-        "ingest_report",
-    ),
-    "ckpt-overwrite": (
-        "checkpointer",
-        "after a checkpoint conflict the write is retried at the current generation, "
-        "even over a newer checkpoint",
-        "checkpoint_monotonicity",
-    ),
-    "ckpt-lost-success": (
-        "checkpointer",
-        "a lost checkpoint write response is taken as success",
-        "ingest_report",
-    ),
-    "dup-coordinate": (
-        "checkpointer",
-        "outcomes are recorded once per coordinate, not per event id (events sharing an "
-        "offset are skipped)",
-        "checkpoint_truth",
-    ),
-    "restart-from-scratch": (
-        "checkpointer",
-        "a pass ignores the stored token and writes any final claim over the stored one",
-        "checkpoint_monotonicity",
-    ),
-    "skip-unclaimed": (
-        "checkpointer",
-        "outcomes are recorded only for events inside the page's final claim, yet the token "
-        "moves past the others",
-        "checkpoint_truth",
-    ),
-    "resume-any-token": (
-        "checkpointer",
-        "the stored token is resumed from even when the stored checkpoint is of another "
-        "epoch or scope",
-        "opaque_token",
-    ),
-}
-
-ACTIVE_BUGS: frozenset[str] = frozenset()
-
-
-def bug(name: str) -> bool:
-    """True when the deliberate bug `name` is switched on (--bug)."""
-    assert name in BUGS, name
-    return name in ACTIVE_BUGS
-
 
 # --------------------------------------------------------------------------------------
 # Values (docs/conformance-protocol.md "Values"; docs/semantics.md sections 1-3)
 # --------------------------------------------------------------------------------------
 
 
-class BadValue(Exception):
+class BadValue(Refuse):
     """A malformed value, named by its field path (docs/semantics.md section 8:
-    bad values are refused with an error, never withheld)."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
+    bad values are refused with an error, never withheld); the wire library answers
+    it with an error carrying the request's id."""
 
 
-class ProtocolBreak(Exception):
+class ProtocolBreak(WireProtocolBreak):
     """The harness sent something this program cannot continue the request with."""
-
-
-def is_int(value: object) -> bool:
-    return type(value) is int  # a bool is never an integer
 
 
 def need_dict(
@@ -490,9 +271,22 @@ def sign(n: int | float) -> int:
 
 
 def is_nothing(cut: Cut | None) -> bool:
-    if bug("falsy-zero"):
-        return cut is None or not cut.at
+    """`nothing`, the bottom cut, is None everywhere in this file."""
     return cut is None
+
+
+def has_successor(order: Order) -> bool:
+    """Only an integer order declared with an exact successor has one (section 1)."""
+    return order.kind == "integer" and order.successor
+
+
+def compare_coordinates(x: int | str, y: int | str) -> int:
+    """Integers exactly (any size); strings by code point, as Python compares them."""
+    return -1 if x < y else (1 if x > y else 0)  # type: ignore[operator]
+
+
+#: A dense order ranks a cut by (coordinate, kind): before x < through x.
+KIND_RANK = {"before": 0, "through": 1}
 
 
 def check_at(order: Order, cut: Cut, path: str) -> None:
@@ -512,91 +306,59 @@ def compare(order: Order, a: Cut | None, b: Cut | None) -> int:
     assert a is not None and b is not None
     check_at(order, a, "a")
     check_at(order, b, "b")
-    if order.kind == "integer" and (order.successor or bug("succ-everywhere")):
+    if has_successor(order):
         # Exact successor: through x == before x+1 (section 2).
         assert isinstance(a.at, int) and isinstance(b.at, int)
         ka = a.at + 1 if a.kind == "through" else a.at
         kb = b.at + 1 if b.kind == "through" else b.at
-        if bug("float-coords"):
-            return sign(float(ka) - float(kb))
-        return sign(ka - kb)
+        return compare_coordinates(ka, kb)
     # Dense order: compare coordinates, then the endpoint kind.
-    xa: object = a.at
-    xb: object = b.at
-    if bug("utf16") and isinstance(a.at, str) and isinstance(b.at, str):
-        xa = a.at.encode("utf-16-be", "surrogatepass")
-        xb = b.at.encode("utf-16-be", "surrogatepass")
-    if bug("float-coords") and isinstance(a.at, int) and isinstance(b.at, int):
-        xa, xb = float(a.at), float(b.at)
-    if xa != xb:
-        return -1 if xa < xb else 1  # type: ignore[operator]
-    if bug("kind-blind"):
-        return 0
-    rank = {"before": 0, "through": 1}
-    return sign(rank[a.kind] - rank[b.kind])
+    by_coordinate = compare_coordinates(a.at, b.at)
+    if by_coordinate != 0:
+        return by_coordinate
+    return sign(KIND_RANK[a.kind] - KIND_RANK[b.kind])
 
 
-def merge(membership: Membership, checkpoints: list[Checkpoint]) -> tuple[Cut | None, str | None]:
-    """The merged frontier of section 4: (cut, None) or (None, withheld reason).
+Vector = dict[str, Checkpoint]
 
-    Checkpoints of non-members are ignored (section 8); two checkpoints for one
-    member are a bad value (section 8).
-    """
-    members = membership.partitions
-    vector: dict[str, Checkpoint] = {}
+#: Section 4's withheld reasons 1-4, in order, each checked across the whole vector.
+REASONS: dict[str, Callable[[Membership, Vector], bool]] = {
+    "missing_checkpoint": lambda m, vector: any(p not in vector for p in m.partitions),
+    "epoch_mismatch": lambda m, vector: any(cp.epoch != m.epoch for cp in vector.values()),
+    "scope_mismatch": lambda m, vector: any(cp.scope != m.scope for cp in vector.values()),
+    "unsupported_finality": lambda m, vector: any(cp.finality != "final" for cp in vector.values()),
+}
+
+
+def member_vector(membership: Membership, checkpoints: list[Checkpoint]) -> Vector:
+    """The members' checkpoints. Checkpoints of non-members are ignored (section 8);
+    two checkpoints for one member are a bad value (section 8)."""
+    vector: Vector = {}
     for i, cp in enumerate(checkpoints):
-        if cp.partition not in members:
+        if cp.partition not in membership.partitions:
             continue
         if cp.partition in vector:
             raise BadValue(f"checkpoints[{i}].partition", f"second checkpoint for {cp.partition}")
-        check_cut = cp.cut
-        if check_cut is not None:
-            check_at(membership.order_of(cp.partition), check_cut, f"checkpoints[{i}].cut")
+        if cp.cut is not None:
+            check_at(membership.order_of(cp.partition), cp.cut, f"checkpoints[{i}].cut")
         vector[cp.partition] = cp
+    return vector
 
-    if bug("reason-order"):
-        # Each checkpoint is inspected in turn: the first bad one decides the reason.
-        for p in members:
-            cp_or_none = vector.get(p)
-            if cp_or_none is None:
-                return None, "missing_checkpoint"
-            if cp_or_none.epoch != membership.epoch:
-                return None, "epoch_mismatch"
-            if cp_or_none.scope != membership.scope:
-                return None, "scope_mismatch"
-            if cp_or_none.finality != "final":
-                return None, "unsupported_finality"
 
-    # The reasons, checked across the whole vector in the documented order.
-    if not bug("skip-missing") and any(p not in vector for p in members):
-        return None, "missing_checkpoint"
-    present = [cp for cp in vector.values()]
-    if not bug("epoch-blind") and any(cp.epoch != membership.epoch for cp in present):
-        return None, "epoch_mismatch"
-    if not bug("scope-blind") and any(cp.scope != membership.scope for cp in present):
-        return None, "scope_mismatch"
-    if not bug("provisional-ok") and any(cp.finality != "final" for cp in present):
-        return None, "unsupported_finality"
+def merge(membership: Membership, checkpoints: list[Checkpoint]) -> tuple[Cut | None, str | None]:
+    """The merged frontier of section 4: (cut, None) or (None, withheld reason)."""
+    vector = member_vector(membership, checkpoints)
+    for reason, holds in REASONS.items():
+        if holds(membership, vector):
+            return None, reason
     order = membership.common_order()
-    if len(set(members.values())) > 1:
+    if len(set(membership.partitions.values())) > 1:
         return None, "incomparable"  # the caller keeps the vector (section 4, reason 5)
-    if order is None:
+    if order is None or not vector:
         return None, "no_coverage"  # a membership with no partitions
-    cuts = [cp.cut for cp in present]
-    if bug("nonmember-pins"):
-        cuts += [cp.cut for cp in checkpoints if cp.partition not in members]
-    if not cuts:
-        return None, "no_coverage"
-
-    if bug("relabel"):
-        if any(c is None for c in cuts):
-            return None, "no_coverage"
-        at = min(c.at for c in cuts if c is not None)
-        kinds = {c.kind for c in cuts if c is not None and c.at == at}
-        return Cut(at, "through" if "through" in kinds else "before"), None
-
     # The minimum over the whole vector, exactly as certified. Ties between
     # equivalent cuts go to the smaller coordinate (section 8, first row).
+    cuts = [cp.cut for cp in vector.values()]
     lowest = cuts[0]
     for cut in cuts[1:]:
         c = compare(order, cut, lowest)
@@ -604,77 +366,7 @@ def merge(membership: Membership, checkpoints: list[Checkpoint]) -> tuple[Cut | 
             lowest = cut
     if lowest is None:
         return None, "no_coverage"
-    if bug("exclusive-normalize") and order.kind == "integer" and lowest.kind == "through":
-        assert isinstance(lowest.at, int)
-        lowest = Cut(lowest.at + 1, "before")
     return lowest, None
-
-
-# --------------------------------------------------------------------------------------
-# The wire (docs/conformance-protocol.md; docs/conformance.md "Framing")
-# --------------------------------------------------------------------------------------
-
-
-def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _refuse_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_line(line: bytes) -> dict[str, Any]:
-    """One strict JSON object (no NaN/Infinity, no duplicate keys, UTF-8)."""
-    value = json.loads(
-        line.decode("utf-8"),
-        object_pairs_hook=_refuse_duplicates,
-        parse_constant=_refuse_constant,
-    )
-    if not isinstance(value, dict):
-        raise ValueError("a message must be a JSON object")
-    return value
-
-
-class Wire:
-    """JSON Lines over stdin/stdout; logs go to stderr."""
-
-    def __init__(self) -> None:
-        self.inp = sys.stdin.buffer
-        self.out = sys.stdout.buffer
-
-    def send(self, message: dict[str, Any]) -> None:
-        text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        self.out.write(text.encode("utf-8") + b"\n")
-        self.out.flush()
-
-    def error(self, request_id: object, message: str) -> None:
-        rid = request_id if is_int(request_id) else None
-        self.send({"type": "error", "id": rid, "message": message})
-
-    def receive(self) -> dict[str, Any]:
-        """The next parsable message. An unparsable line gets an error reply (id null)
-        and is skipped. End of input or `shutdown` ends the process with status 0."""
-        while True:
-            line = self.inp.readline()
-            if not line:
-                sys.exit(0)
-            try:
-                message = parse_line(line)
-            except (ValueError, UnicodeDecodeError) as exc:
-                self.error(None, f"cannot parse message: {exc}")
-                continue
-            if message.get("type") == "shutdown":
-                sys.exit(0)  # even while waiting for a reply
-            return message
-
-
-def log(*parts: object) -> None:
-    print(*parts, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -706,33 +398,34 @@ class Finished(Exception):
 
 
 class Session:
-    """One request in progress: numbers its calls and counts its trouble."""
+    """One request in progress: its calls (through the wire library) and its trouble."""
 
-    def __init__(self, wire: Wire, config: Config, request_id: int) -> None:
-        self.wire = wire
+    def __init__(self, calls: Calls, config: Config) -> None:
+        self.calls = calls
         self.config = config
-        self.request_id = request_id
-        self.calls = 0
         self.trouble = 0  # conflicts and lost responses met so far
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
         """One call; returns the harness's reply (docs/conformance-protocol.md)."""
-        self.calls += 1
-        call_id = f"c{self.calls}"
-        self.wire.send({"type": "call", "call_id": call_id, "op": op, **fields})
-        reply = self.wire.receive()
-        if reply.get("type") != "reply" or reply.get("call_id") != call_id:
-            raise ProtocolBreak(f"expected the reply to {call_id}, got {reply.get('type')!r}")
-        if not isinstance(reply.get("ok"), bool):
-            raise ProtocolBreak("reply.ok must be a boolean")
-        return reply
+        return self.calls.call(op, **fields)
 
     def spend(self) -> bool:
         """Count one conflict or lost response; True once the retry budget is spent."""
         self.trouble += 1
-        if bug("no-retry-budget"):
-            return False
         return self.trouble > self.config.retries
+
+    def out_of_budget(self) -> Finished:
+        raise NotImplementedError
+
+    def read(self, op: str, **fields: Any) -> dict[str, Any]:
+        """A read, asked again after each lost response until the budget is spent."""
+        while True:
+            reply = self.call(op, **fields)
+            if reply["ok"]:
+                return reply
+            reply_error(reply)
+            if self.spend():
+                raise self.out_of_budget()
 
 
 def reply_error(reply: dict[str, Any]) -> str:
@@ -763,12 +456,21 @@ class Decision:
     proposal: Proposal | None = None
 
 
+#: Section 6: does the cutover policy keep the record monotone across epochs?
+MONOTONE = {"monotone": True, "reset": False}
+
+
+def fenced(record: Record, membership: Membership) -> bool:
+    """The fence: a membership older than the record's epoch never publishes."""
+    return membership.epoch < record.epoch
+
+
 def decide(
     policy: str, record: Record, membership: Membership, checkpoints: list[Checkpoint]
 ) -> Decision:
     """Sections 5 and 6 on one view (record, membership, checkpoints)."""
-    if membership.epoch < record.epoch and not bug("fence-blind"):
-        return Decision("withheld", "epoch_mismatch")  # the fence: never go back
+    if fenced(record, membership):
+        return Decision("withheld", "epoch_mismatch")  # never go back
     cut, reason = merge(membership, checkpoints)
     if reason is not None:
         return Decision("withheld", reason)
@@ -783,12 +485,7 @@ def decide(
         return Decision("unchanged")
     # Section 6: a newer epoch. Under monotone the record moves only when the
     # new epoch's cut is at least the old claim; under reset it may move lower.
-    monotone = policy == "monotone"
-    if bug("monotone-as-reset"):
-        monotone = False
-    if bug("reset-as-monotone"):
-        monotone = True
-    if monotone and compare(order, cut, record.cut) < 0:
+    if MONOTONE[policy] and compare(order, cut, record.cut) < 0:
         return Decision("withheld", "cutover_pending")
     return Decision("write", proposal=proposal)
 
@@ -796,15 +493,15 @@ def decide(
 class Attempt(Session):
     """One `publish` request."""
 
-    def __init__(self, worker: Worker, request: dict[str, Any]) -> None:
-        super().__init__(worker.wire, worker.config, request["id"])
+    def __init__(self, worker: Worker, request: dict[str, Any], calls: Calls) -> None:
+        super().__init__(calls, worker.config)
         self.worker = worker
+        self.request_id: int = request["id"]
         self.stream: str = request["stream"]
         self.policy: str = request["policy"]
         self.name: str = request["worker"]
         self.first_record: Record | None = None
         self.record: Record | None = None  # the latest record this attempt was shown
-        self.proposed: Proposal | None = None  # only for the gave-up-dishonest bug
 
     # -- the final answers ------------------------------------------------------------
 
@@ -812,14 +509,7 @@ class Attempt(Session):
         self, outcome: str, epoch: int | None, cut: Cut | None, reason: str | None = None
     ) -> Finished:
         return Finished(
-            {
-                "type": "publish_ok",
-                "id": self.request_id,
-                "outcome": outcome,
-                "epoch": epoch,
-                "cut": cut_wire(cut),
-                "reason": reason,
-            }
+            {"outcome": outcome, "epoch": epoch, "cut": cut_wire(cut), "reason": reason}
         )
 
     def from_record(self, outcome: str, reason: str | None = None) -> Finished:
@@ -829,14 +519,15 @@ class Attempt(Session):
 
     def gave_up(self) -> Finished:
         """Retry budget spent: report only a record this attempt was shown, or null."""
-        if bug("gave-up-dishonest") and self.proposed is not None:
-            return self.answer("gave_up", self.proposed.epoch, self.proposed.cut)
         shown = {"latest": self.record, "first": self.first_record, "null": None}[
             self.config.gave_up_report
         ]
         if shown is None:
             return self.answer("gave_up", None, None)
         return self.answer("gave_up", shown.epoch, shown.cut)
+
+    def out_of_budget(self) -> Finished:
+        return self.gave_up()
 
     # -- reads, each retried on a lost response within the budget --------------------
 
@@ -845,47 +536,24 @@ class Attempt(Session):
         if self.first_record is None:
             self.first_record = record
         self.record = record
-        self.worker.memo_record(self.stream, record)
         return record
 
     def read_record(self) -> Record:
-        while True:
-            reply = self.call("read_publication", stream=self.stream)
-            if reply["ok"]:
-                return self.show(parse_record(reply.get("record"), "reply.record"))
-            reply_error(reply)
-            if self.spend():
-                raise self.gave_up()
+        reply = self.read("read_publication", stream=self.stream)
+        return self.show(parse_record(reply.get("record"), "reply.record"))
 
     def read_membership(self) -> Membership:
-        if bug("cached-membership") and self.stream in self.worker.memberships:
-            return self.worker.memberships[self.stream]
-        while True:
-            reply = self.call("read_membership", stream=self.stream)
-            if reply["ok"]:
-                membership = parse_membership(reply.get("membership"), "reply.membership")
-                self.worker.memberships[self.stream] = membership
-                return membership
-            reply_error(reply)
-            if self.spend():
-                raise self.gave_up()
+        reply = self.read("read_membership", stream=self.stream)
+        return parse_membership(reply.get("membership"), "reply.membership")
 
     def read_checkpoints(self, epoch: int) -> list[Checkpoint]:
-        while True:
-            reply = self.call("read_checkpoints", stream=self.stream, epoch=epoch)
-            if reply["ok"]:
-                raw = reply.get("checkpoints")
-                if not isinstance(raw, list):
-                    raise BadValue("reply.checkpoints", "must be a list")
-                return [parse_checkpoint(c, f"reply.checkpoints[{i}]") for i, c in enumerate(raw)]
-            reply_error(reply)
-            if bug("lost-read-empty"):
-                return []
-            if self.spend():
-                raise self.gave_up()
+        reply = self.read("read_checkpoints", stream=self.stream, epoch=epoch)
+        raw = reply.get("checkpoints")
+        if not isinstance(raw, list):
+            raise BadValue("reply.checkpoints", "must be a list")
+        return [parse_checkpoint(c, f"reply.checkpoints[{i}]") for i, c in enumerate(raw)]
 
     def write(self, proposal: Proposal, expected_revision: int, op_id: str) -> dict[str, Any]:
-        self.proposed = proposal
         return self.call(
             "write_publication",
             stream=self.stream,
@@ -907,26 +575,14 @@ class Attempt(Session):
     def attempt(self) -> NoReturn:
         op_id = self.worker.next_op_id(self.name)
         record = self.read_record()
-        membership: Membership | None = None
-        keep_membership = False
         while True:
             # Section 5: read the record (done), the current membership, the
             # checkpoints of that membership's epoch; merge; decide.
-            if not keep_membership or membership is None:
-                membership = self.read_membership()
-            keep_membership = False
+            membership = self.read_membership()
             checkpoints = self.read_checkpoints(membership.epoch)
-            if bug("reset-keeps-cache") and self.worker.memo_says_unchanged(
-                self.stream, record, membership, checkpoints
-            ):
-                raise self.from_record("unchanged")
             decision = decide(self.policy, record, membership, checkpoints)
-            if decision.outcome == "withheld":
-                if bug("giveup-on-withheld") and decision.reason == "missing_checkpoint":
-                    raise self.answer("gave_up", record.epoch, record.cut)
-                raise self.from_record("withheld", decision.reason)
-            if decision.outcome == "unchanged":
-                raise self.from_record("unchanged")
+            if decision.outcome != "write":
+                raise self.from_record(decision.outcome, decision.reason)
             proposal = decision.proposal
             assert proposal is not None
 
@@ -934,51 +590,37 @@ class Attempt(Session):
             if reply["ok"]:
                 # An acknowledged write: the only ground for `published`.
                 self.show(parse_record(reply.get("record"), "reply.record"))
-                self.worker.published()
                 raise self.answer("published", proposal.epoch, proposal.cut)
             if reply_error(reply) == "conflict":
-                # The revision moved: never reuse the old cut, recompute (section 5).
-                before = record
                 carried = self.show(parse_record(reply.get("record"), "reply.record"))
-                if self.spend():
-                    raise self.gave_up()
-                claimed = carried.epoch == proposal.epoch and (
-                    compare(proposal.order, carried.cut, proposal.cut) >= 0
-                )
-                if bug("stale-unchanged") and claimed:
-                    raise self.answer("unchanged", before.epoch, before.cut)
-                if self.config.on_conflict == "shortcut" and claimed:
-                    # The carried record already claims at least our proposal.
-                    raise self.from_record("unchanged")
-                if bug("stale-cut-retry"):
-                    self.retry_stale(proposal, carried, op_id)
-                record = self.read_record() if self.config.on_conflict == "reread" else carried
-                continue
-            # The response was lost: the write may or may not have been applied.
-            record, keep_membership = self.settle_lost_write(proposal, record, op_id)
+                record = self.after_conflict(proposal, record, carried, op_id)
+            else:
+                # The response was lost: the write may or may not have been applied.
+                record = self.settle_lost_write(proposal, record, op_id)
 
-    def retry_stale(self, proposal: Proposal, record: Record, op_id: str) -> NoReturn:
-        """bug stale-cut-retry: the old cut again at the new revision, until it sticks."""
-        while True:
-            reply = self.write(proposal, record.revision, op_id)
-            if reply["ok"]:
-                self.show(parse_record(reply.get("record"), "reply.record"))
-                raise self.answer("published", proposal.epoch, proposal.cut)
-            if reply_error(reply) == "conflict":
-                record = self.show(parse_record(reply.get("record"), "reply.record"))
-            if self.spend():
-                raise self.gave_up()
+    def claimed(self, proposal: Proposal, record: Record) -> bool:
+        """The record already claims at least the proposal: same epoch, at or past it."""
+        return record.epoch == proposal.epoch and (
+            compare(proposal.order, record.cut, proposal.cut) >= 0
+        )
 
-    def settle_lost_write(
-        self, proposal: Proposal, record: Record, op_id: str
-    ) -> tuple[Record, bool]:
+    def after_conflict(
+        self, proposal: Proposal, before: Record, carried: Record, op_id: str
+    ) -> Record:
+        """The revision moved: never reuse the old cut; return the record to recompute
+        from (section 5), the one the conflict carried or a fresh read."""
+        if self.spend():
+            raise self.gave_up()
+        if self.config.on_conflict == "shortcut" and self.claimed(proposal, carried):
+            raise self.from_record("unchanged")
+        return self.read_record() if self.config.on_conflict == "reread" else carried
+
+    def settle_lost_write(self, proposal: Proposal, record: Record, op_id: str) -> Record:
         """Section 5, indeterminate: read the authoritative record (or write the same
         again, whose conflict carries it). Same epoch and at or past the proposal:
         confirmed. Behind, or another epoch: return the record to recompute from
         (the caller rereads the membership, so a new epoch goes through the cutover
         rule of section 6). Never conclude anything from the lost response alone."""
-        if bug("blind-success"):
-            raise self.answer("published", proposal.epoch, proposal.cut)
         while True:
             if self.spend():
                 raise self.gave_up()
@@ -986,24 +628,24 @@ class Attempt(Session):
                 reply = self.write(proposal, record.revision, op_id)
                 if reply["ok"]:
                     self.show(parse_record(reply.get("record"), "reply.record"))
-                    self.worker.published()
                     raise self.answer("published", proposal.epoch, proposal.cut)
                 if reply_error(reply) == "timeout":
                     continue
                 current = self.show(parse_record(reply.get("record"), "reply.record"))
             else:
                 current = self.read_record()
-            if bug("confirm-revision") and current.revision > record.revision:
-                raise self.answer("confirmed", proposal.epoch, proposal.cut)
-            same_epoch = current.epoch == proposal.epoch or bug("confirm-other-epoch")
-            if same_epoch and compare(proposal.order, current.cut, proposal.cut) >= 0:
+            if self.confirms(proposal, record, current):
                 # The claim is present, whoever wrote it (only op_id proves who).
                 if self.config.confirm_cut == "unchanged":
                     raise self.from_record("unchanged")
                 cut = current.cut if self.config.confirm_cut == "record" else proposal.cut
                 raise self.answer("confirmed", proposal.epoch, cut)
             # Behind or another epoch: recompute from current durable checkpoints.
-            return current, bug("fence-blind")
+            return current
+
+    def confirms(self, proposal: Proposal, before: Record, current: Record) -> bool:
+        """After a lost write, only the claim itself confirms it (not a moved revision)."""
+        return self.claimed(proposal, current)
 
 
 # --------------------------------------------------------------------------------------
@@ -1053,8 +695,8 @@ class IngestPass(Session):
     """One `ingest` request: read the checkpoint, fetch pages from its token, record
     every event's outcome (idempotent by id), and certify only final claims."""
 
-    def __init__(self, worker: Worker, request: dict[str, Any], order: Order) -> None:
-        super().__init__(worker.wire, worker.config, request["id"])
+    def __init__(self, worker: Worker, request: dict[str, Any], order: Order, calls: Calls):
+        super().__init__(calls, worker.config)
         self.partition: str = request["partition"]
         self.scope: str = request["scope"]
         self.epoch: int = request["epoch"]
@@ -1066,7 +708,10 @@ class IngestPass(Session):
         """ingest_ok: the cut certified now; never more than the store holds."""
         if not own:
             cut = self.known.cut if self.known is not None else None
-        return Finished({"type": "ingest_ok", "id": self.request_id, "cut": cut_wire(cut)})
+        return Finished({"cut": cut_wire(cut)})
+
+    def out_of_budget(self) -> Finished:
+        return self.finish()
 
     def run(self) -> dict[str, Any]:
         try:
@@ -1076,47 +721,20 @@ class IngestPass(Session):
         raise AssertionError("a pass always finishes")
 
     def read_checkpoint(self) -> Checkpoint | None:
-        while True:
-            reply = self.call("read_checkpoint", partition=self.partition)
-            if reply["ok"]:
-                raw = reply.get("checkpoint")
-                return None if raw is None else parse_checkpoint(raw, "reply.checkpoint")
-            reply_error(reply)
-            if self.spend():
-                raise self.finish()
+        raw = self.read("read_checkpoint", partition=self.partition).get("checkpoint")
+        return None if raw is None else parse_checkpoint(raw, "reply.checkpoint")
 
     def fetch(self, token: str | None) -> Page:
-        while True:
-            reply = self.call("fetch_page", partition=self.partition, token=token)
-            if reply["ok"]:
-                return parse_page(reply.get("page"), self.order)
-            reply_error(reply)
-            if self.spend():
-                raise self.finish()
+        reply = self.read("fetch_page", partition=self.partition, token=token)
+        return parse_page(reply.get("page"), self.order)
 
     def record_outcomes(self, page: Page) -> None:
         """Section 3: every enumerated event gets a durable terminal outcome, keyed by
         event id (pages overlap: recording again is harmless, the first one wins)."""
-        seen_at: set[int | str] = set()
-        for event_id, at in page.events:
-            if bug("dup-coordinate"):
-                if at in seen_at:
-                    continue
-                seen_at.add(at)
-            if bug("skip-unclaimed") and not (
-                page.final and page.claim is not None and self.covers(page.claim, at)
-            ):
-                continue
-            if event_id in self.recorded:
-                continue
-            while True:
-                reply = self.call("record_outcome", event_id=event_id, outcome="processed")
-                if reply["ok"]:
-                    break
-                reply_error(reply)
-                if self.spend():
-                    raise self.finish()
-            self.recorded.add(event_id)
+        for event_id, _ in page.events:
+            if event_id not in self.recorded:
+                self.read("record_outcome", event_id=event_id, outcome="processed")
+                self.recorded.add(event_id)
 
     def covers(self, cut: Cut, at: int | str) -> bool:
         return compare(self.order, Cut(at, "through"), cut) <= 0
@@ -1126,54 +744,38 @@ class IngestPass(Session):
         epoch (docs/conformance.md: any other token is `opaque_token`)."""
         if cp is None:
             return False
-        if bug("resume-any-token"):
-            return True
         return (cp.partition, cp.epoch, cp.scope) == (self.partition, self.epoch, self.scope)
 
     def ahead(self, cut: Cut) -> bool:
         """A new checkpoint must be strictly ahead of the stored one (never regress)."""
-        if bug("restart-from-scratch"):
-            return True
         return self.known is None or compare(self.order, cut, self.known.cut) > 0
 
     def certifiable(self, page: Page) -> Cut | None:
         """The cut this page lets us certify: only a final claim (section 3); never
         the greatest event observed, never a manufactured successor."""
-        if bug("max-observed") and page.events:
-            top = page.events[0][1]
-            for _, at in page.events:
-                if compare(self.order, Cut(at, "through"), Cut(top, "through")) > 0:
-                    top = at
-            return Cut(top, "through")
-        if page.claim is None or not (page.final or bug("nonfinal-claim")):
+        if page.claim is None or not page.final:
             return None
-        claim = page.claim
-        if bug("epsilon") and self.order.kind == "integer" and claim.kind == "through":
-            assert isinstance(claim.at, int)
-            claim = Cut(claim.at + 1, "before")
-        return claim
+        return page.claim
 
     def ingest(self) -> NoReturn:
         self.known = self.read_checkpoint()
         token = self.known.token if self.known is not None and self.trusted(self.known) else None
-        if bug("restart-from-scratch"):
-            token = None
         for _ in range(self.config.max_pages):
             page = self.fetch(token)
-            cut = self.certifiable(page)
-            if not bug("checkpoint-before-outcomes"):
-                self.record_outcomes(page)
             # Resume next time after this page, or at it again when it was the last
             # page for now (next_token null: the same token is fetched again).
-            resume = page.next_token if page.next_token is not None else token
-            if cut is not None and self.ahead(cut):
-                self.write(cut, resume)
-            if bug("checkpoint-before-outcomes"):
-                self.record_outcomes(page)
+            self.take(page, page.next_token if page.next_token is not None else token)
             if page.next_token is None:
                 break
             token = page.next_token
         raise self.finish()
+
+    def take(self, page: Page, resume: str | None) -> None:
+        """One page: record every outcome first, then certify what its claim allows."""
+        cut = self.certifiable(page)
+        self.record_outcomes(page)
+        if cut is not None and self.ahead(cut):
+            self.write(cut, resume)
 
     def write(self, cut: Cut, token: str | None) -> None:
         """A write conditional on the stored generation (section 3). On conflict, stop
@@ -1193,11 +795,7 @@ class IngestPass(Session):
             if reply["ok"]:
                 self.known = parse_checkpoint(reply.get("checkpoint"), "reply.checkpoint")
                 return
-            error = reply_error(reply)
-            if error == "timeout":
-                if bug("ckpt-lost-success"):
-                    self.known = mine
-                    return
+            if reply_error(reply) == "timeout":
                 if self.spend():
                     raise self.finish()
                 if self.config.ckpt_lost == "rewrite":
@@ -1214,11 +812,6 @@ class IngestPass(Session):
                 if current == mine:
                     self.known = current  # our own earlier write, applied after all
                     return
-                if bug("ingest-report-unstored"):
-                    raise self.finish(cut, own=True)
-                if bug("ckpt-overwrite"):
-                    self.known = current
-                    continue
                 if self.spend():
                     self.known = current
                     raise self.finish()
@@ -1232,142 +825,75 @@ class IngestPass(Session):
 
 
 # --------------------------------------------------------------------------------------
-# The process: handshake, requests, errors, reset
+# The process: one worker, its handlers on the wire library
 # --------------------------------------------------------------------------------------
-
-
-def request_id(message: dict[str, Any]) -> int | None:
-    rid = message.get("id")
-    return rid if is_int(rid) else None
-
-
-REQUEST_FIELDS: dict[str, set[str]] = {
-    "compare": {"type", "id", "order", "a", "b"},
-    "merge": {"type", "id", "membership", "checkpoints"},
-    "publish": {"type", "id", "worker", "stream", "policy"},
-    "ingest": {"type", "id", "worker", "partition", "scope", "epoch", "order"},
-}
 
 
 class Worker:
     """One process = one worker (docs/conformance-protocol.md "Processes")."""
 
-    def __init__(self, wire: Wire, config: Config) -> None:
-        self.wire = wire
+    def __init__(self, config: Config) -> None:
         self.config = config
         self.forget()
 
     def forget(self) -> None:
         """Everything held in memory; `reset` must clear all of it."""
         self.attempts = 0  # publication attempts: op_ids are "<worker>-<n>"
-        self.acknowledged = 0  # only for the op-id-reuse bug
-        self.memberships: dict[str, Membership] = {}
-        # A memo of the best record seen per (stream, epoch). Within one run a
-        # record never goes back in an epoch, so the memo is harmless there; it
-        # shows why `reset` must clear everything (bug reset-keeps-cache).
-        self.memo: dict[tuple[str, int], tuple[int, Cut | None]] = {}
 
     def next_op_id(self, worker: str) -> str:
         self.attempts += 1
-        if bug("op-id-reuse"):
-            return f"{worker}-{self.acknowledged + 1}"
         return f"{worker}-{self.attempts}"
 
-    def published(self) -> None:
-        self.acknowledged += 1
+    def compare(self, message: dict[str, Any], calls: Calls) -> dict[str, Any]:
+        order = parse_order(message["order"], "compare.order")
+        a = parse_cut(message["a"], "compare.a", order)
+        b = parse_cut(message["b"], "compare.b", order)
+        return {"result": compare(order, a, b)}
 
-    def memo_record(self, stream: str, record: Record) -> None:
-        """Keep the newest record (highest revision) seen per (stream, epoch)."""
-        key = (stream, record.epoch)
-        if key not in self.memo or self.memo[key][0] < record.revision:
-            self.memo[key] = (record.revision, record.cut)
-
-    def memo_says_unchanged(
-        self, stream: str, record: Record, membership: Membership, checkpoints: list[Checkpoint]
-    ) -> bool:
-        best = self.memo.get((stream, membership.epoch))
-        order = membership.common_order()
-        if best is None or order is None or membership.epoch != record.epoch:
-            return False
+    def merge(self, message: dict[str, Any], calls: Calls) -> dict[str, Any]:
+        membership = parse_membership(message["membership"], "merge.membership")
+        raw = message["checkpoints"]
+        if not isinstance(raw, list):
+            raise BadValue("merge.checkpoints", "must be a list")
+        checkpoints = [parse_checkpoint(c, f"merge.checkpoints[{i}]") for i, c in enumerate(raw)]
         cut, reason = merge(membership, checkpoints)
-        return reason is None and compare(order, cut, best[1]) <= 0
+        if reason is not None:
+            return {"withheld": reason}
+        return {"frontier": cut_wire(cut)}
 
-    def hello_ok(self) -> dict[str, Any]:
-        message: dict[str, Any] = {
-            "type": "hello_ok",
-            "protocol": PROTOCOL,
-            "name": "fencepost-python-example"
-            + ("" if not ACTIVE_BUGS else " +" + ",".join(sorted(ACTIVE_BUGS))),
-            "levels": list(self.config.levels),
-        }
-        if self.config.integers is not None:
-            message["integers"] = self.config.integers
-        if self.config.reset:
-            message["capabilities"] = ["reset"]
-        return message
+    def publish(self, message: dict[str, Any], calls: Calls) -> dict[str, Any]:
+        need_str(message["worker"], "publish.worker")
+        need_str(message["stream"], "publish.stream")
+        if message["policy"] not in MONOTONE:
+            raise BadValue("publish.policy", f"unknown policy {message['policy']!r}")
+        return Attempt(self, message, calls).run()
 
-    def serve(self) -> None:
-        while True:
-            message = self.wire.receive()
-            rid = request_id(message)
-            try:
-                answer = self.handle(message)
-            except BadValue as exc:
-                answer = {"type": "error", "id": rid, "message": f"invalid value: {exc}"}
-            except ProtocolBreak as exc:
-                answer = {"type": "error", "id": rid, "message": f"protocol: {exc}"}
-            self.wire.send(answer)
-
-    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
-        kind = message.get("type")
-        if kind == "hello":
-            need_dict(message, "hello", {"type", "protocol"})
-            if message["protocol"] != PROTOCOL or not is_int(message["protocol"]):
-                raise BadValue("hello.protocol", "only protocol 1 is spoken")
-            return self.hello_ok()
-        if kind == "reset":
-            need_dict(message, "reset", {"type"})
-            if bug("reset-keeps-cache"):
-                memo = self.memo
-                self.forget()
-                self.memo = memo
-            else:
-                self.forget()
-            return {"type": "reset_ok"}
-        if not isinstance(kind, str) or kind not in REQUEST_FIELDS:
-            raise BadValue("type", f"unknown message type {kind!r}")
-        need_dict(message, kind, REQUEST_FIELDS[kind])
-        rid = need_int(message["id"], f"{kind}.id")
-        if kind == "compare":
-            order = parse_order(message["order"], "compare.order")
-            a = parse_cut(message["a"], "compare.a", order)
-            b = parse_cut(message["b"], "compare.b", order)
-            return {"type": "compare_ok", "id": rid, "result": compare(order, a, b)}
-        if kind == "merge":
-            membership = parse_membership(message["membership"], "merge.membership")
-            raw = message["checkpoints"]
-            if not isinstance(raw, list):
-                raise BadValue("merge.checkpoints", "must be a list")
-            checkpoints = [
-                parse_checkpoint(c, f"merge.checkpoints[{i}]") for i, c in enumerate(raw)
-            ]
-            cut, reason = merge(membership, checkpoints)
-            if reason is not None:
-                return {"type": "merge_ok", "id": rid, "withheld": reason}
-            return {"type": "merge_ok", "id": rid, "frontier": cut_wire(cut)}
-        if kind == "publish":
-            need_str(message["worker"], "publish.worker")
-            need_str(message["stream"], "publish.stream")
-            if message["policy"] not in ("monotone", "reset"):
-                raise BadValue("publish.policy", f"unknown policy {message['policy']!r}")
-            return Attempt(self, message).run()
-        # ingest
+    def ingest(self, message: dict[str, Any], calls: Calls) -> dict[str, Any]:
         need_str(message["worker"], "ingest.worker")
         need_str(message["partition"], "ingest.partition")
         need_str(message["scope"], "ingest.scope")
         need_int(message["epoch"], "ingest.epoch")
         order = parse_order(message["order"], "ingest.order")
-        return IngestPass(self, message, order).run()
+        return IngestPass(self, message, order, calls).run()
+
+    def sut(self, name: str) -> Sut:
+        """The wire library's process, with a handler per request kind declared."""
+        config = self.config
+        sut = Sut(
+            name,
+            levels=list(config.levels),
+            integers=config.integers,
+            on_reset=(lambda: self.forget()) if config.reset else None,
+        )
+        handlers = {
+            "algebra": {"compare": self.compare, "merge": self.merge},
+            "checkpointer": {"ingest": self.ingest},
+            "publisher": {"publish": self.publish},
+        }
+        for level in config.levels:
+            for kind, handle in handlers[level].items():
+                sut.handler(kind)(handle)
+        return sut
 
 
 # --------------------------------------------------------------------------------------
@@ -1375,7 +901,9 @@ class Worker:
 # --------------------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str]) -> tuple[Config, frozenset[str]]:
+def parse_args(argv: list[str]) -> tuple[Config, list[str]]:
+    import bugs  # the table of deliberate bugs, next to this file
+
     p = argparse.ArgumentParser(
         description="A clean-room SUT for `fencepost conform` (protocol 1), with switchable bugs."
     )
@@ -1432,11 +960,11 @@ def parse_args(argv: list[str]) -> tuple[Config, frozenset[str]]:
     p.add_argument("--list-bugs", action="store_true")
     args = p.parse_args(argv)
     if args.list_bugs:
-        for name, (level, what, rule) in BUGS.items():
-            print(f"{name:28} {level:13} {rule:34} {what}")
+        for name, entry in bugs.BUGS.items():
+            print(f"{name:28} {entry.level:13} {entry.rule:34} {entry.what}")
         sys.exit(0)
-    bugs = frozenset(b for b in args.bug.split(",") if b)
-    unknown = bugs - BUGS.keys()
+    active = [b for b in args.bug.split(",") if b]
+    unknown = set(active) - bugs.BUGS.keys()
     if unknown:
         p.error(f"unknown bug(s): {', '.join(sorted(unknown))} (see --list-bugs)")
     levels = tuple(level for level in args.levels.split(",") if level)
@@ -1455,13 +983,18 @@ def parse_args(argv: list[str]) -> tuple[Config, frozenset[str]]:
         ckpt_lost=args.ckpt_lost,
         max_pages=args.max_pages,
     )
-    return config, bugs
+    return config, active
 
 
 def main(argv: list[str] | None = None) -> None:
-    global ACTIVE_BUGS
-    config, ACTIVE_BUGS = parse_args(sys.argv[1:] if argv is None else argv)
-    Worker(Wire(), config).serve()
+    config, active = parse_args(sys.argv[1:] if argv is None else argv)
+    name = "fencepost-python-example"
+    if active:
+        import bugs
+
+        bugs.apply(active, sys.modules[__name__])
+        name += " +" + ",".join(sorted(active))
+    Worker(config).sut(name).run()
 
 
 if __name__ == "__main__":

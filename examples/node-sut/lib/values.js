@@ -1,20 +1,15 @@
-'use strict';
 // Reading the protocol's values off the wire, strictly.
 //
 // docs/semantics.md section 8: bad values (bools as integers, floats or NaN
 // as coordinates, unknown kinds or fields) are refused, never withheld:
 // withholding is for true statements about the data, not for malformed input.
 // Every check here throws InvalidValue naming the field path; the wire loop
-// turns it into {"type": "error", "id": <request id>, "message": ...}.
+// (examples/wire/fencepost_wire.mjs) turns it into {"type": "error", "id": <request id>, "message": ...}.
 
-const { JsonFloat } = require('./json');
+import { JsonFloat, Refuse } from '../../wire/fencepost_wire.mjs';
 
-class InvalidValue extends Error {
-  constructor(path, what) {
-    super(`${path}: ${what}`);
-    this.path = path;
-  }
-}
+// A bad value: the wire library answers it with an error carrying the request's id.
+export class InvalidValue extends Refuse {}
 
 function describe(v) {
   if (v === null) return 'null';
@@ -175,7 +170,7 @@ function wireCheckpoint(c) {
   };
 }
 
-module.exports = {
-  InvalidValue, fields, int, str, strOrNull, bool, oneOf, list,
+export {
+  fields, int, str, strOrNull, bool, oneOf, list,
   order, cut, checkpoint, checkpointOrNull, membership, record, page, wireCut, wireCheckpoint,
 };
