@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -118,7 +119,7 @@ def test_check_says_how_long_it_takes_and_ends_with_the_next_step(
     assert result.exit_code == 0, result.output
     lines = result.output.rstrip("\n").splitlines()
     assert lines[0].startswith("fencepost check: every part of the gate")
-    assert "usually about 50 s with 1 job" in lines[0]
+    assert re.search(r"usually about \d+ s with 1 job \(longer on a busy machine\)$", lines[0])
     assert lines[-4:-3] == ["next, on your own system:"]
     commands = [line.split()[:3] for line in lines[-3:]]
     assert commands == [

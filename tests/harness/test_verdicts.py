@@ -48,7 +48,7 @@ def relabel(levels: str = "publisher") -> ConformReport:
 
 def test_one_bug_found_by_several_phases_is_one_finding_with_its_shortest_schedule() -> None:
     report = relabel()
-    assert len(report.failures) == 2  # two phases found it
+    assert len(report.failures) >= 2  # several phases found it
     assert {f.violation.rule.value for f in report.failures} == {"soundness"}
     (finding,) = group(report.failures)
     shortest = min(len(f.actions) for f in report.failures)
