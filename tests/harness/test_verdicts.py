@@ -77,6 +77,7 @@ def test_the_summary_shows_the_bug_once_and_ends_with_a_recap_and_the_verdict() 
     )
     assert "also seen in" in tail[0] and "expected frontier before" in tail[0]  # never cut
     assert "WARNING" not in text  # a failing phase stops early: its coverage is no blind spot
+    assert "situation coverage" not in text and "  coverage: partial" in text
     findings = report_json(report)["findings"]
     assert isinstance(findings, list) and len(findings) == 2
 
