@@ -250,6 +250,8 @@ def _marker_asks(config: pytest.Config) -> bool:
     expression = config.getoption("markexpr", default="") or ""
     if not expression:
         return False
+    # pytest has no public way to evaluate a -m expression; its own evaluator is used,
+    # and tests/testing/test_plugin.py ("marker") notices if a pytest release moves it.
     from _pytest.mark.expression import Expression
 
     def ours(name: str, /, **kwargs: str | int | bool | None) -> bool:

@@ -11,7 +11,7 @@ output of the command just before it, so the counterexample the tutorial explain
 is the one the harness really prints.
 
 Node.js is on every CI machine (``node``); the test fails, never skips, without it
-(tests/examples/test_node_example.py does the same). About 25 s on one core: slow.
+(tests/examples/test_node_example.py does the same). About 30 s on one core: slow.
 """
 
 from __future__ import annotations

@@ -306,11 +306,19 @@ def test_naming_them_runs_them(configured: pytest.Pytester) -> None:
     assert "test_own_code" not in result.stdout.str()
 
 
-def test_a_marker_that_does_not_name_them_does_not_collect_them(
-    configured: pytest.Pytester,
+@pytest.mark.parametrize(
+    "filters",
+    [("-m", "not slow"), ("-k", "random or own"), ("-k", "fencepost or own")],
+    ids=["marker-not-naming-them", "keyword-matching-a-phase", "keyword-fencepost"],
+)
+def test_filters_never_add_them_to_a_run_that_names_a_path(
+    configured: pytest.Pytester, filters: tuple[str, str]
 ) -> None:
-    result = configured.runpytest("test_own.py", "-m", "not slow", "--collect-only", "-q")
+    # -k and -m filter what the paths collected: "random" matches the phase
+    # "random schedules", yet `pytest test_own.py -k random` must not start the SUT
+    result = configured.runpytest("test_own.py", *filters, "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["test_own.py::test_own_code"])
     assert "fencepost::" not in result.stdout.str()
 
 
