@@ -44,7 +44,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet, greet_keeping
+from fencepost.harness.conformance import (
+    PROBES_PHASE,
+    Phase,
+    _Counted,
+    greet,
+    greet_keeping,
+    never_greeted,
+)
 from fencepost.harness.late_power import PowerTable, caught
 from fencepost.harness.late_runner import WORKER, LateResult, LateRun, run_late
 from fencepost.harness.late_stories import (
@@ -700,7 +707,7 @@ def late_conform(
         processes=counted.started,
         reused=pool.reused if pool is not None else 0,
         handshake=tuple(handshake),
-        started=hello is not None,
+        started=not never_greeted(broken),
     )
 
 
@@ -768,7 +775,7 @@ def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateRep
         power=search.power,
         problem=problem,
         handshake=tuple(handshake),
-        started=hello is not None,
+        started=not never_greeted(broken),
     )
 
 
