@@ -549,23 +549,20 @@ _INCOMPARABLE_PUBLISHER_BASE: tuple[Action, ...] = (
     Advance("C"),  # through 1: the third member is the lowest (a two-member merge misses it)
     Publish("w1"),
     *_answers("w1", 4),  # w1 publishes epoch 1 through 1
-    Advance("A"),  # through 3
-    Advance("A"),  # through 5
-    Advance("B"),  # through 4
-    Advance("C"),  # through 3
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.through(4)),
+    Certify("C", Cut.through(3)),
     Publish("w2"),
     *_answers("w2", 4),  # w2 publishes epoch 1 through 3
     Reshard(),  # epoch 3: B on ledger
-    *(Advance("A") for _ in range(3)),  # through 5
-    *(Advance("B") for _ in range(3)),  # through 6
-    *(Advance("C") for _ in range(3)),  # through 5: a scalar minimum would be through 5
+    Certify("A", Cut.through(5)),
+    Certify("B", Cut.through(6)),
+    Certify("C", Cut.through(5)),  # a scalar minimum would be through 5
     Publish("w1"),
     *_answers("w1", 3),  # withheld incomparable
     Reshard(),  # epoch 4: all on offsets, C idle, A's late event at 1
-    Advance("A"),  # through 1
-    Advance("A"),  # through 2
-    Advance("B"),  # through 2
-    Advance("B"),  # through 4
+    Certify("A", Cut.through(2)),
+    Certify("B", Cut.through(4)),
     Advance("C"),  # before 9
     Publish("w1"),
     *_answers("w1", 3),  # epoch 4 through 2: above w1's through 1, below the record

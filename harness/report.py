@@ -261,10 +261,10 @@ def render_power(report: ConformReport) -> list[str]:
         "wrong answer, per decision):"
     ]
     width = max(len(w.name) for w in WRONG_ANSWERS)
-    for decision, level in DECISIONS.items():
-        if level not in tested:
+    for decision, levels in DECISIONS.items():
+        if not tested & set(levels):
             continue
-        out.append(f"    {decision} ({level}):")
+        out.append(f"    {decision} ({', '.join(lv for lv in levels if lv in tested)}):")
         for w in WRONG_ANSWERS:
             if w.decision == decision:
                 runs = report.power.runs.get(w.name, 0)

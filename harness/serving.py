@@ -66,7 +66,7 @@ from fencepost.harness.schedule import (
 )
 from fencepost.harness.session import BLANK_LINE
 from fencepost.harness.transport import Channel, stray_words
-from fencepost.harness.world import World, WorldSetup
+from fencepost.harness.world import Stored, World, WorldSetup
 from fencepost.inputs.jsonlines import (
     JSONObject,
     MessageError,
@@ -74,7 +74,15 @@ from fencepost.inputs.jsonlines import (
 )
 from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer
 from fencepost.judge.properties import judge_ingest_report, show
-from fencepost.judge.values import BadValue, Checkpoint, Coordinate, Cut, Finality, Page, Record
+from fencepost.judge.values import (
+    BadValue,
+    Checkpoint,
+    Coordinate,
+    Cut,
+    Finality,
+    Page,
+    Record,
+)
 
 #: Calls one request may make before the harness calls it a runaway.
 MAX_CALLS_PER_REQUEST = 500
@@ -433,7 +441,9 @@ class Conversation:
         """The wrong answers this write's decision and op_id would have been caught on."""
         if log.shown:
             self.caught.names |= view_caught(
-                self._view(worker, log), self._write_judge(log.shown[-1].record)
+                self._view(worker, log),
+                self._write_judge(log.shown[-1].record),
+                self.caught.names,
             )
         key = (worker.incarnation, request.number)
         worker.op_ids.setdefault(key, op_id)
@@ -634,13 +644,13 @@ class Conversation:
         key: tuple[int, str],
         checkpoint: Checkpoint,
         current: Checkpoint | None,
-        entry: object,
+        entry: Stored | None,
         applied: bool,
         mode: str,
     ) -> None:
         """The certify mistakes the judge would have caught on this checkpoint write."""
         world = self.world
-        injected = bool(getattr(entry, "injected", False))
+        injected = entry is not None and entry.injected
 
         def rejected(cut: Cut) -> bool:
             if cut == checkpoint.cut:
@@ -687,6 +697,37 @@ class Conversation:
                 found = []
             self.caught.add("overwrite_after_conflict", bool(found))
 
+    def _weigh_pass_end(self, request: _Request, key: tuple[int, str]) -> None:
+        """The certify mistakes of a whole pass, judged at its end whatever the SUT wrote
+        and when: had it certified the greatest event seen, or the latest non-final claim,
+        on top of what the store holds now."""
+        world = self.world
+        entry = world.checkpoints.get(key)
+        stored = None if entry is None else entry.checkpoint
+        wrongs = []
+        if request.greatest is not None:
+            wrongs.append(("certify_greatest_seen", Cut.through(request.greatest)))
+        if request.nonfinal is not None:
+            wrongs.append(("certify_nonfinal_claim", request.nonfinal))
+        for name, cut in wrongs:
+            if stored is not None and stored.cut == cut:
+                continue
+            wrong = Checkpoint(
+                key[1],
+                cut,
+                None,
+                1 if stored is None else stored.generation + 1,
+                self.setup.scope,
+                key[0],
+                Finality.FINAL,
+            )
+            injected = bool(entry is not None and entry.injected)
+            try:
+                found = judge_checkpoint_write(world, key, stored, injected, wrong)
+            except (BadValue, ValueError):
+                found = []
+            self.caught.add(name, bool(found))
+
     # --- ends of requests ----------------------------------------------------------------
 
     def _finish_publish(self, worker: _Worker, request: _Request, reply: PublishOk) -> str:
@@ -701,7 +742,9 @@ class Conversation:
         self.caught.names |= outcome_caught(self.world.order, log, reported)
         if reply.outcome in ("unchanged", "withheld") and log.shown:
             self.caught.names |= view_caught(
-                self._view(worker, log), self._write_judge(log.shown[-1].record)
+                self._view(worker, log),
+                self._write_judge(log.shown[-1].record),
+                self.caught.names,
             )
         self.seen.add(Situation(f"outcome_{reply.outcome}"))
         if reply.reason is not None:
@@ -718,36 +761,6 @@ class Conversation:
         reason = f" {reply.reason}" if reply.reason else ""
         return f"it ends: {reply.outcome}{reason} {show(reply.epoch, reply.cut)}"
 
-    def _weigh_nonfinal(self, request: _Request, key: tuple[int, str]) -> None:
-        """At the end of a pass that saw a non-final claim: had the program certified that
-        claim (instead of whatever it did, a write or none), would the judge have refused
-        the write? A program that writes only on pages with final claims never writes
-        after the last non-final one, so this is weighed where the pass decides, its end,
-        not only at its writes. Costs one judge call per such pass."""
-        assert request.nonfinal is not None
-        entry = self.world.checkpoints.get(key)
-        current = None if entry is None else entry.checkpoint
-        if current is not None and current.cut == request.nonfinal:
-            return
-        wrong = Checkpoint(
-            key[1],
-            request.nonfinal,
-            None,
-            1 if current is None else current.generation + 1,
-            self.world.setup.scope,
-            key[0],
-            Finality.FINAL,
-        )
-        try:
-            caught = bool(
-                judge_checkpoint_write(
-                    self.world, key, current, bool(entry and entry.injected), wrong
-                )
-            )
-        except (BadValue, ValueError):
-            caught = False
-        self.caught.add("certify_nonfinal_claim", caught)
-
     def _finish_ingest(self, worker: _Worker, request: _Request, reply: IngestOk) -> str:
         try:
             reply.cut.validated(self.world.order, "ingest_ok.cut")
@@ -757,6 +770,7 @@ class Conversation:
             judge_ingest_ok(self.world, (request.epoch, request.partition), reply), worker.name
         )
         key = (request.epoch, request.partition)
+        self._weigh_pass_end(request, key)
         if request.attempted is not None:
             stored = self.world.stored(*key)
             holds = stored.cut if stored is not None else Cut.nothing()
@@ -767,8 +781,6 @@ class Conversation:
             except BadValue:
                 wrong = []
             self.caught.add("report_unstored", bool(wrong))
-        if request.nonfinal is not None:
-            self._weigh_nonfinal(request, key)
         worker.ended = RequestEnd(
             worker.name, "ingest", request.id, "ingest_ok", None, None, reply.cut
         )
