@@ -127,8 +127,21 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
     return (read_only, (dict(m),))
 
 
+_new = object.__new__
+_RECORD_SLOTS = tuple(getattr(Record, name).__set__ for name in Record.__slots__)
+
+
+def rebuilt_record(*fields: Any) -> Record:
+    """A record read back from a run, as it was pickled: it was checked when first built,
+    so it is set through its slots without ``Record.__post_init__`` checking it again."""
+    record: Record = _new(Record)
+    for put, value in zip(_RECORD_SLOTS, fields, strict=True):
+        put(record, value)
+    return record
+
+
 def _record(r: Record) -> tuple[Any, tuple[Any, ...]]:
-    return (Record, (r.epoch, r.cut, r.revision, r.op_id))
+    return (rebuilt_record, (r.epoch, r.cut, r.revision, r.op_id))
 
 
 def _cut(c: Cut) -> tuple[Any, tuple[Any, ...]]:

@@ -130,6 +130,7 @@ class StreamAudit:
         self.record = Register("the publication record", Budget(budget))
         self.checkpoints: dict[tuple[int, str], Register] = {}
         self.memberships: dict[int, Membership] = {}
+        self._orders: dict[int, tuple[Membership, Order]] = {}  # epoch -> its first order
         self.first_epoch: int | None = None
         self._completions: list[tuple[float, int, int, Op]] = []
         self._regops: dict[int, list[tuple[Register, RegOp]]] = {}
@@ -582,7 +583,10 @@ class StreamAudit:
         m = self.memberships.get(epoch)
         if m is None or not m.partitions:
             return None
-        return m.order_of(sorted(m.partitions)[0])
+        known = self._orders.get(epoch)
+        if known is None or known[0] is not m:  # memberships are kept once per epoch
+            known = self._orders[epoch] = (m, m.order_of(sorted(m.partitions)[0]))
+        return known[1]
 
     def _judge_step(self, old: Record, old_op: Op, new: Record, new_op: Op) -> None:
         """Section 7 between two shown revisions (epoch fence, monotone publication)."""
@@ -681,11 +685,11 @@ class StreamAudit:
                     f"epoch {rec.epoch}: no membership in the log; no relabeling not decidable"
                 )
             return
-        order = self._order(rec.epoch)
-        assert order is not None
         if rec.epoch not in self._cp_epochs and not self._finishing:
             self._later.append((rev, deadline))  # decided at the end, if a checkpoint comes
             return
+        order = self._order(rec.epoch)
+        assert order is not None
         if rec.epoch not in self._cp_epochs:
             self._note(f"epoch {rec.epoch}: no checkpoint in the log; no relabeling not decidable")
         else:

@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import wgl  # noqa: E402  (the baseline, next to this file)
+import wgl
 
-from fencepost.audit import synth  # noqa: E402
-from fencepost.audit.ops import Op  # noqa: E402
-from fencepost.audit.run import audit_ops  # noqa: E402
+from fencepost.audit import synth
+from fencepost.audit.ops import Op
+from fencepost.audit.run import audit_ops
 
 MIXES = {
     "5% lost": {"lost": 0.05, "failed": 0.01, "reads": 0.4, "span": 50},

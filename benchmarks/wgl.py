@@ -94,9 +94,7 @@ def calls(ops: Sequence[Op]) -> list[Call]:
             a = op.args
             shown = None if op.status is Status.INDEFINITE else _state(op.result)
             value = record_value(written(op))
-            out.append(
-                Call("write", a["expected_revision"], value, shown, op.status, op.t0, op.t1)
-            )
+            out.append(Call("write", a["expected_revision"], value, shown, op.status, op.t0, op.t1))
     return out
 
 
