@@ -90,6 +90,7 @@ from fencepost.judge.values import (
     Checkpoint,
     Coordinate,
     Cut,
+    Endpoint,
     Finality,
     Membership,
     Order,
@@ -139,6 +140,7 @@ class StreamAudit:
         self._shown_cp: dict[tuple[int, str], Shown] = {}
         self._certify: list[tuple[float, int]] = []  # (deadline, revision) to judge
         self._certified_done: set[int] = set()
+        self._queued: dict[int, float] = {}  # revision -> the earliest deadline queued
         self._later: list[tuple[int, float]] = []  # judged before any checkpoint of its epoch
         self._finishing = False
         # (epoch, partition, scope) -> the final cut's progress: t0 of the op that may have
@@ -567,10 +569,14 @@ class StreamAudit:
         )
 
     def _show_record(self, rec: Record, op: Op) -> None:
-        neighbours = self._shown_record.add(rec.revision, rec, op)
-        if rec.revision > 0 and not rec.cut.is_nothing:
-            d = self._shown_record.deadline[rec.revision]
-            heapq.heappush(self._certify, (d, rec.revision))
+        rev = rec.revision
+        neighbours = self._shown_record.add(rev, rec, op)
+        if rev > 0 and rec.cut.endpoint is not Endpoint.NOTHING:
+            d = self._shown_record.deadline[rev]
+            # judged once, at its earliest deadline: a later or equal one would be skipped
+            if rev not in self._certified_done and self._queued.get(rev, INF) > d:
+                self._queued[rev] = d
+                heapq.heappush(self._certify, (d, rev))
         if neighbours is None:
             return
         below, above = neighbours
