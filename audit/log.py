@@ -449,13 +449,7 @@ def _fast_cut(raw: object) -> tuple[Cut, int] | None:
         return None
     if kind not in _ENDPOINTS:
         return None
-    key = (kind, at)
-    cut = _CUTS.get(key)
-    if cut is None:
-        if len(_CUTS) >= _CACHE_LIMIT:
-            _CUTS.clear()
-        cut = _CUTS[key] = Cut(_ENDPOINTS[kind], at)
-    return cut, 2
+    return shared_cut(kind, at), 2
 
 
 def _fast_record(raw: object) -> tuple[Record, int] | None:
@@ -477,12 +471,30 @@ def _fast_record(raw: object) -> tuple[Record, int] | None:
     cut = _fast_cut(raw["cut"])
     if cut is None:
         return None
-    record = _new(Record)
+    return checked_record(epoch, cut[0], revision, op_id), 4 + cut[1]
+
+
+def checked_record(epoch: int, cut: Cut, revision: int, op_id: str | None) -> Record:
+    """``Record(epoch, cut, revision, op_id)`` for values already checked (by the fast
+    reader, or when the record was first built and then pickled): set through its slots,
+    without ``Record.__post_init__`` checking them a second time."""
+    record: Record = _new(Record)
     _SET_EPOCH(record, epoch)
-    _SET_CUT(record, cut[0])
+    _SET_CUT(record, cut)
     _SET_REVISION(record, revision)
     _SET_OP_ID(record, op_id)
-    return record, 4 + cut[1]
+    return record
+
+
+def shared_cut(kind: str, at: object) -> Cut:
+    """The cut ``kind at`` (``before`` or ``through``), one object per value recently seen."""
+    key = (kind, at)
+    cut = _CUTS.get(key)
+    if cut is None:
+        if len(_CUTS) >= _CACHE_LIMIT:
+            _CUTS.clear()
+        cut = _CUTS[key] = Cut(_ENDPOINTS[kind], at)  # type: ignore[arg-type]
+    return cut
 
 
 def _fast(text: str, where: str) -> Line | None:
