@@ -9,7 +9,8 @@ lost: many concurrent indefinite writes). Each history is checked in this proces
 
 - the audit (:func:`fencepost.audit.run.audit_ops`), and
 - Porcupine's search (``benchmarks/wgl.py``: its ``checkSingle`` transcribed to Python, a
-  baseline and not a judge), bounded by ``--max-steps``,
+  baseline and not a judge, first checked against the brute-force checker on
+  ``--cross-check`` small histories), bounded by ``--max-steps``,
 
 best of ``--repeat`` CPU times each, and the verdicts must agree. Both are Python on
 the same interpreter, so the ratio is the algorithms', not the languages'. Porcupine
@@ -30,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import wgl
 
-from fencepost.audit import synth
+from fencepost.audit import brute, synth
 from fencepost.audit.ops import Op
 from fencepost.audit.run import audit_ops
 
@@ -63,13 +64,28 @@ def history(clients: int, ops: int, mix: dict[str, float]) -> list[Op]:
     )
 
 
+def cross_check(count: int) -> None:
+    """The baseline agrees with the brute-force checker on ``count`` small histories,
+    half of them corrupted (else its timings would compare against a wrong checker)."""
+    rng = random.Random(5)
+    for _ in range(count):
+        h = synth.simulate(rng, clients=3, ops=rng.randrange(3, 8), lost=0.3)
+        if rng.random() < 0.5:
+            h = synth.corrupt(h, rng)
+        if wgl.linearizable(h) != brute.linearizable(h):
+            raise SystemExit(f"benchmarks/wgl.py disagrees with the brute-force checker: {h}")
+    print(f"baseline checked: agrees with the brute-force checker on {count} small histories")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=5_000)
     parser.add_argument("--clients", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-steps", type=int, default=5_000_000)
+    parser.add_argument("--cross-check", type=int, default=400)
     args = parser.parse_args(argv)
+    cross_check(args.cross_check)
     print(f"one stream, {args.ops:,} operations; CPU seconds, best of {args.repeat}")
     print(
         f"{'mix':>9} {'clients':>8} {'audit s':>9} {'audit ops/s':>12} "
