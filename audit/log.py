@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import json.scanner
 import os
 import re
 from bisect import bisect_right
@@ -419,14 +418,15 @@ def _line(data: object, where: str) -> Line:
 # Cost: one ``str.count`` and one ``in`` scan of the line in C, then O(fields).
 
 #: The C scanner behind ``json.loads``, called directly: (object, end) of the text at 0.
-_scan = json.scanner.make_scanner(json.JSONDecoder())
+_scan: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 (set in __init__, untyped)
 #: A record built from values already checked here, as ``Record`` would hold them: set
 #: through its slots, without ``Record.__post_init__`` checking them a second time.
 _new = object.__new__
-_SET_EPOCH = Record.epoch.__set__  # type: ignore[attr-defined]
-_SET_CUT = Record.cut.__set__  # type: ignore[attr-defined]
-_SET_REVISION = Record.revision.__set__  # type: ignore[attr-defined]
-_SET_OP_ID = Record.op_id.__set__  # type: ignore[attr-defined]
+_SLOTS: dict[str, Any] = {name: vars(Record)[name] for name in Record.__slots__}
+_SET_EPOCH = _SLOTS["epoch"].__set__
+_SET_CUT = _SLOTS["cut"].__set__
+_SET_REVISION = _SLOTS["revision"].__set__
+_SET_OP_ID = _SLOTS["op_id"].__set__
 _ENDPOINTS = {"before": Endpoint.BEFORE, "through": Endpoint.THROUGH}
 #: Cuts and records seen recently, reused (they are immutable): bounded, cleared when full.
 _CUTS: dict[tuple[str, object], Cut] = {}
@@ -558,9 +558,10 @@ def _fast(text: str, where: str) -> Line | None:
         status = Status.INDEFINITE
         t1 = INF
     else:
-        status = _STATUSES.get(raw_status) if type(raw_status) is str else None
-        if status is None or "t1" not in data:
+        found = _STATUSES.get(raw_status) if type(raw_status) is str else None
+        if found is None or "t1" not in data:
             return None
+        status = found
         known += 1
         t1 = data["t1"]
         if type(t1) is not int or not t0 <= t1 <= MAX_INT:

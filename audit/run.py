@@ -180,7 +180,7 @@ def _write_run(ops: Iterable[Op], folder: str, chunk: int) -> str:
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
     with os.fdopen(fd, "wb") as out:
         pickler = _pickler(out)
-        batch: list[Op] = []
+        batch: list[tuple[Any, ...]] = []
         for op in ops:
             batch.append(_FIELDS(op))
             if len(batch) >= chunk:

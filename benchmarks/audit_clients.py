@@ -94,7 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, mix in MIXES.items():
         for clients in args.clients:
             h = history(clients, args.ops, mix)
-            ours, report = best(args.repeat, lambda h=h: audit_ops(list(h)))
+
+            def audit(h: list[Op] = h) -> object:
+                return audit_ops(list(h))
+
+            ours, report = best(args.repeat, audit)
             exit_code = getattr(report, "exit_code", None)
 
             def porcupine(h: list[Op] = h) -> bool | None:
