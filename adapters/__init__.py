@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fencepost.vocabulary.tools import TOOL_ADAPTERS
+
 
 @dataclass(frozen=True, slots=True)
 class AdapterInfo:
@@ -23,17 +25,12 @@ class AdapterInfo:
     summary: str
 
 
-#: The adapters, by the name ``fencepost adapter NAME`` takes: the one home of this set.
+#: The adapters, by the name ``fencepost adapter NAME`` takes (the vocabulary's
+#: TOOL_ADAPTERS names them and says what each drives).
 ADAPTERS: dict[str, AdapterInfo] = {
-    "dlt": AdapterInfo(
-        "dlt_adapter", "dlt", "dlt", "dlt's incremental cursor (dlt.sources.incremental)"
-    ),
-    "singer": AdapterInfo(
-        "singer_adapter", "singer_sdk", "singer", "a singer-sdk tap stream with a replication key"
-    ),
-    "airbyte": AdapterInfo(
-        "airbyte_adapter", "airbyte_cdk", "airbyte", "an airbyte-cdk declarative incremental stream"
-    ),
+    "dlt": AdapterInfo("dlt_adapter", "dlt", "dlt", TOOL_ADAPTERS["dlt"]),
+    "singer": AdapterInfo("singer_adapter", "singer_sdk", "singer", TOOL_ADAPTERS["singer"]),
+    "airbyte": AdapterInfo("airbyte_adapter", "airbyte_cdk", "airbyte", TOOL_ADAPTERS["airbyte"]),
 }
 
 

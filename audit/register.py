@@ -144,6 +144,7 @@ class _Engine:
         self.musts: dict[int, int] = {}  # expected -> acknowledged writes
         self.creates: list[RegOp] = []
         self.definite = 0  # operations in flight that will complete
+        self.maybe = 0  # writes in flight that may apply (indefinite): _prune's work
 
     # --- the indexes -------------------------------------------------------------
 
@@ -152,40 +153,55 @@ class _Engine:
 
     def add(self, r: RegOp) -> None:
         self.inflight[id(r)] = r
-        if r.t1 != INF:
+        if r.op.t1 != INF:
             self.definite += 1
-        if self._shows(r):
-            at = self.reads.setdefault(r.rev, {})
-            at[r.value] = at.get(r.value, 0) + 1
-        if r.kind == WRITE:
-            self.writes.setdefault(r.rev, []).append(r)
+        kind, rev = r.kind, r.rev
+        if kind == READ or (kind == CREATE and r.must):  # _shows(r)
+            at = self.reads.get(rev)
+            if at is None:
+                self.reads[rev] = {r.value: 1}
+            else:
+                at[r.value] = at.get(r.value, 0) + 1
+        if kind == WRITE:
+            ws = self.writes.get(rev)
+            if ws is None:
+                self.writes[rev] = [r]
+            else:
+                ws.append(r)
             if r.must:
-                self.musts[r.rev] = self.musts.get(r.rev, 0) + 1
-        elif r.kind == CREATE:
+                self.musts[rev] = self.musts.get(rev, 0) + 1
+            else:
+                self.maybe += 1
+        elif kind == CREATE:
             self.creates.append(r)
 
     def remove(self, r: RegOp) -> None:
         if self.inflight.pop(id(r), None) is None:
             return
-        if r.t1 != INF:
+        if r.op.t1 != INF:
             self.definite -= 1
-        if self._shows(r):
-            at = self.reads[r.rev]
-            at[r.value] -= 1
-            if not at[r.value]:
+        kind, rev = r.kind, r.rev
+        if kind == READ or (kind == CREATE and r.must):  # _shows(r)
+            at = self.reads[rev]
+            left = at[r.value] - 1
+            if left:
+                at[r.value] = left
+            else:
                 del at[r.value]
                 if not at:
-                    del self.reads[r.rev]
-        if r.kind == WRITE:
-            ws = self.writes[r.rev]
+                    del self.reads[rev]
+        if kind == WRITE:
+            ws = self.writes[rev]
             ws.remove(r)
             if not ws:
-                del self.writes[r.rev]
+                del self.writes[rev]
             if r.must:
-                self.musts[r.rev] -= 1
-                if not self.musts[r.rev]:
-                    del self.musts[r.rev]
-        elif r.kind == CREATE:
+                self.musts[rev] -= 1
+                if not self.musts[rev]:
+                    del self.musts[rev]
+            else:
+                self.maybe -= 1
+        elif kind == CREATE:
             self.creates.remove(r)
 
     # --- configurations ------------------------------------------------------------
@@ -266,6 +282,12 @@ class _Engine:
             return
         if r.kind == CREATE and not r.must:
             return
+        if len(self.frontier) == 1:
+            for c in self.frontier:
+                n = self._invoke_rule(c, r)
+                if n != c:
+                    self.frontier = set() if n is None else {n}
+            return
         survivors: set[Config] = set()
         for c in self.frontier:
             n = self._invoke_rule(c, r)
@@ -275,6 +297,23 @@ class _Engine:
 
     def complete(self, r: RegOp) -> bool:
         """Linearize ``r`` in every configuration that can; False if none can."""
+        if len(self.frontier) == 1:  # the usual case: one configuration, often past r
+            for c in self.frontier:
+                if self._done(c, r):
+                    self.remove(r)
+                    self._prune()
+                    return True
+                if r.kind == WRITE and c[0] == r.rev:
+                    # Every successor of c is past r (revision r.rev + 1), so the search
+                    # below would take exactly c's successors, one step: take them here.
+                    found = set(self._successors(c))
+                    if found:
+                        self.budget.spend(len(found))
+                    self.remove(r)
+                    self.frontier = found
+                    if found:
+                        self._prune()
+                    return bool(found)
         done: set[Config] = set()
         seen = set(self.frontier)
         work = list(self.frontier)
@@ -297,13 +336,16 @@ class _Engine:
 
     def _prune(self) -> None:
         """Forget indefinite writes (and creates) that no configuration can apply any more."""
+        if not self.maybe and not self.creates:
+            return
         low = min(rev for rev, _ in self.frontier)
         if low < 0:
             return
-        for expected in [e for e in self.writes if e < low]:
-            for w in list(self.writes[expected]):
-                if not w.must:
-                    self.remove(w)
+        if self.maybe:
+            for expected in [e for e in self.writes if e < low]:
+                for w in list(self.writes[expected]):
+                    if not w.must:
+                        self.remove(w)
         for cr in [cr for cr in self.creates if not cr.must]:
             self.remove(cr)
 
@@ -380,7 +422,7 @@ class Register:
         return frozenset(self._engine.frontier)
 
     def invoke(self, r: RegOp) -> None:
-        if not self.live:
+        if self.failed is not None or self.undecided is not None:  # not live
             return
         self.operations += 1
         engine = self._engine
@@ -400,7 +442,9 @@ class Register:
             self._fail(r)
 
     def complete(self, r: RegOp) -> None:
-        if not self.live or id(r) not in self._engine.inflight:
+        if self.failed is not None or self.undecided is not None:  # not live
+            return
+        if id(r) not in self._engine.inflight:
             return
         try:
             ok = self._engine.complete(r)

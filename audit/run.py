@@ -42,6 +42,7 @@ from fencepost.audit.log import ClockRegression, LogStats, log_files, read_ops
 from fencepost.audit.ops import Op
 from fencepost.audit.stream import StreamAudit, Truth
 from fencepost.audit.verdict import StreamVerdict, Violation
+from fencepost.judge.values import Checkpoint, Cut, Record
 
 _KEY = attrgetter("stream", "t0", "worker", "seq")
 _CHUNK = 4096
@@ -126,7 +127,31 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
     return (read_only, (dict(m),))
 
 
-_DISPATCH: dict[Any, Any] = {**copyreg.dispatch_table, MappingProxyType: _proxy}
+def _record(r: Record) -> tuple[Any, tuple[Any, ...]]:
+    return (Record, (r.epoch, r.cut, r.revision, r.op_id))
+
+
+def _cut(c: Cut) -> tuple[Any, tuple[Any, ...]]:
+    return (Cut, (c.endpoint, c.at))
+
+
+def _checkpoint(c: Checkpoint) -> tuple[Any, tuple[Any, ...]]:
+    return (
+        Checkpoint,
+        (c.partition, c.cut, c.token, c.generation, c.scope, c.epoch, c.finality),
+    )
+
+
+#: The judge's values pickled as their constructor's arguments: the generic path for
+#: frozen slotted dataclasses (``__getstate__`` through ``dataclasses.fields``, then
+#: ``__setstate__``) took most of the time of a spilled sort.
+_DISPATCH: dict[Any, Any] = {
+    **copyreg.dispatch_table,
+    MappingProxyType: _proxy,
+    Record: _record,
+    Cut: _cut,
+    Checkpoint: _checkpoint,
+}
 
 
 def _pickler(out: BinaryIO) -> pickle.Pickler:

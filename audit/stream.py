@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from fencepost.audit.ops import ATTEMPT, INF, Op, Status
@@ -157,13 +157,19 @@ class StreamAudit:
     def add(self, op: Op) -> None:
         """The next operation by invocation time."""
         self._advance(op.t0)
-        if op.kind == "create_stream" and not self.record.operations and not self.checkpoints:
+        kind = op.kind
+        if kind == "create_stream" and not self.record.operations and not self.checkpoints:
             self._creation(op)
         self.verdict.operations += 1
-        if op.attempt is not None and op.kind != ATTEMPT:
+        if op.attempt is not None and kind != ATTEMPT:
             self._attempts.setdefault(op.attempt, _Attempt()).ops.append(op)
-        handler = getattr(self, "_on_" + op.kind)
-        handler(op)
+        handlers = _HANDLERS.get(type(self))
+        if handlers is None:
+            handlers = _HANDLERS[type(self)] = {}
+        handler = handlers.get(kind)
+        if handler is None:
+            handler = handlers[kind] = getattr(type(self), "_on_" + kind)
+        handler(self, op)
         if op.t1 != INF:
             heapq.heappush(self._completions, (op.t1, self._tie, op.index, op))
             self._tie += 1
@@ -184,15 +190,19 @@ class StreamAudit:
     def _advance(self, t: float, final: bool = False) -> None:
         """Complete every operation that completed strictly before ``t``; judge what is due."""
         heap = self._completions
+        certify, cps = self._certify, self._cp_deadlines
         while heap and (final or heap[0][0] < t):
             done_at, _, _, op = heapq.heappop(heap)
-            self._judge_due(done_at)
+            if (certify and certify[0][0] < done_at) or (cps and cps[0][0] < done_at):
+                self._judge_due(done_at)
             for register, r in self._regops.pop(id(op), ()):
                 register.complete(r)
-                self._collect(register)
+                if register.failed is not None or register.undecided is not None:
+                    self._collect(register)
             if op.kind == ATTEMPT:
                 self._judge_attempt(op)
-        self._judge_due(t)
+        if (certify and certify[0][0] < t) or (cps and cps[0][0] < t):
+            self._judge_due(t)
 
     # --- registers ---------------------------------------------------------------
 
@@ -228,7 +238,7 @@ class StreamAudit:
         return reg
 
     def _feed(self, register: Register, r: RegOp) -> None:
-        if self._before_start(r.op):
+        if self.start is not None and r.op.t0 <= self.start:  # before the log's knowledge
             if r.kind == READ:
                 return  # what it showed may predate calls the log no longer holds
             # A write (or creation) that may have applied, then or before the start:
@@ -237,9 +247,15 @@ class StreamAudit:
             self._collect(register)
             return
         register.invoke(r)
-        self._collect(register)
+        if register.failed is not None or register.undecided is not None:
+            self._collect(register)
         if r.op.t1 != INF:
-            self._regops.setdefault(id(r.op), []).append((register, r))
+            key = id(r.op)
+            fed = self._regops.get(key)
+            if fed is None:
+                self._regops[key] = [(register, r)]
+            else:
+                fed.append((register, r))
 
     def _collect(self, register: Register) -> None:
         if register.failed is not None and register.name not in self._noted:
@@ -349,18 +365,27 @@ class StreamAudit:
     def _on_write_publication(self, op: Op) -> None:
         a = op.args
         self._check_op_id(op)
-        mine = written(op)
-        if op.status is Status.ERROR:
+        status = op.status
+        if status is Status.ERROR:
             self._failed_writes.append(op)
             del self._failed_writes[:-64]
             return
-        if op.status is Status.INDEFINITE:
-            self._feed(
-                self.record, RegOp(op, WRITE, a["expected_revision"], record_value(mine), False)
-            )
+        if status is Status.INDEFINITE:
+            cut = a["cut"]
+            value = (a["epoch"], cut.endpoint.value, cut.at, a["op_id"])  # record_value(written)
+            self._feed(self.record, RegOp(op, WRITE, a["expected_revision"], value, False))
             return
         rec: Record = op.result
-        if op.status is Status.OK:
+        if status is Status.OK:
+            if (
+                rec.revision == a["expected_revision"] + 1
+                and rec.epoch == a["epoch"]
+                and rec.op_id == a["op_id"]
+                and (rec.cut is a["cut"] or rec.cut == a["cut"])
+            ):
+                mine = rec  # what it wrote, as the store answered (the usual case)
+            else:
+                mine = written(op)
             if rec != mine:
                 self._violation(
                     LINEARIZABILITY,
@@ -747,13 +772,13 @@ class StreamAudit:
         owner = op.attempt if op.attempt is not None else f"worker {op.worker}"
         first = self._op_ids.get(op_id)
         if first is None:
-            self._op_ids[op_id] = (owner, light(op))
+            self._op_ids[op_id] = (owner, op)  # shown without its result if reused
         elif first[0] != owner:
             self._violation(
                 OP_ID_REUSE,
                 f"op_id {op_id!r} was written by {first[0]} and again by {owner}: an op_id names "
                 "one attempt's write, so a record carrying it no longer says who wrote it",
-                (first[1], op),
+                (light(first[1]), op),
                 (op,),
             )
 
@@ -840,5 +865,8 @@ class StreamAudit:
             self._noted.add(text)
             self.verdict.notes.append(text)
 
+
+#: Each class's handler per operation kind (``_on_<kind>``), looked up once.
+_HANDLERS: dict[type[StreamAudit], dict[str, Callable[[StreamAudit, Op], None]]] = {}
 
 __all__ = ["StreamAudit", "Truth"]

@@ -40,7 +40,10 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-BACKENDS = ("memory", "sqlite", "postgres")
+from fencepost.vocabulary.backends import STORE_BACKENDS
+
+#: The store backends ``fencepost check --backend`` takes: the vocabulary's.
+BACKENDS: tuple[str, ...] = tuple(STORE_BACKENDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +165,9 @@ def _proofs_combined(options: GateOptions, outputs: list[object]) -> PartResult:
     return PartResult(
         "proofs",
         True,
-        f"{n} theorems, each with its expected verdict; {m} protocol obligations proved "
-        "(section 7 at any size)",
+        f"{n} theorems about cuts came out as expected; {m:,} protocol obligations proved "
+        "(section 7 at any size): the safety rules hold for any number of partitions and "
+        "publishers",
     )
 
 
@@ -197,8 +201,9 @@ def _explore(options: GateOptions) -> PartResult:
     return PartResult(
         "explore",
         True,
-        f"{states:,} states, all invariants hold, {reached} sometimes properties reached "
-        f"({'; '.join(lines)})",
+        f"every state the model can reach in {len(results)} small worlds checked "
+        f"({states:,} states): no safety rule broken, and all {reached} situations that "
+        "must be possible were reached (so the check is not vacuous)",
         evidence=tuple(results),
     )
 
@@ -220,7 +225,9 @@ def _mutants(options: GateOptions) -> PartResult:
     n = len(mutants.MUTANTS)
     if missed:
         return PartResult("mutants", False, f"{len(missed)} mutant runs not caught", tuple(missed))
-    return PartResult("mutants", True, f"all {n} model mutants caught by the invariant they break")
+    return PartResult(
+        "mutants", True, f"each of {n} deliberately broken models caught by the rule it breaks"
+    )
 
 
 def _refinement(options: GateOptions) -> PartResult:
@@ -236,7 +243,12 @@ def _refinement(options: GateOptions) -> PartResult:
         if options.backend == "postgres"
         else None,
     )
-    return PartResult("refinement", report.passed, report.summary, tuple(report.details()))
+    summary = (
+        f"{report.examples} random programs ({report.steps:,} steps, {len(report.coverage)} "
+        f"kinds of transitions) run on the model and the implementation ({options.backend}) "
+        "side by side: " + ("they agree" if report.passed else "they DISAGREE")
+    )
+    return PartResult("refinement", report.passed, summary, tuple(report.details()))
 
 
 def _scenarios(options: GateOptions) -> PartResult:
@@ -258,8 +270,8 @@ def _scenarios(options: GateOptions) -> PartResult:
     passed = sum(r.status == "pass" for r in results)
     skipped = sum(r.status == "skip" for r in results)
     summary = (
-        f"{len(library.scenarios)} scenarios on model and impl ({backend}): "
-        f"{passed} pass, {skipped} skip (declared), {len(bad)} fail"
+        f"{len(library.scenarios)} scenarios on the model and the implementation ({backend}): "
+        f"{passed} pass, {skipped} do not apply (declared in the scenario), {len(bad)} fail"
     )
     details = tuple(
         "\n".join([f"{r.scenario} on {r.target}: {r.status}: {r.detail}", *r.narrative])
@@ -335,8 +347,9 @@ def _conformance_piece(options: GateOptions, key: str) -> object:
 
 def _conformance_combined(options: GateOptions, outputs: list[object]) -> PartResult:
     from fencepost.harness.conformance import ConformOptions, ConformReport, phase_plan
+    from fencepost.harness.findings import group
     from fencepost.harness.protocol import LEVELS
-    from fencepost.harness.report import render_failure
+    from fencepost.harness.report import render_finding
 
     halves = [out for out in outputs if isinstance(out, ConformReport)]
     first = halves[0]
@@ -360,12 +373,16 @@ def _conformance_combined(options: GateOptions, outputs: list[object]) -> PartRe
         notes=tuple(dict.fromkeys(n for h in halves for n in h.notes)),
     )
     summary = (
-        f"fencepost sut: {report.runs} runs, {report.messages:,} messages, "
+        f"fencepost's implementation tested through the wire protocol as yours would be "
+        f"(fencepost sut): {report.runs} runs, {report.messages:,} messages, "
         f"levels {', '.join(report.tested)}"
     )
     if report.ok:
         return PartResult("conformance", True, summary + ", conformant", evidence=(report,))
-    details = [render_failure(f, "fencepost sut") for f in report.failures]
+    findings = group(report.failures)  # one per distinct bug, not one per phase
+    details = [
+        render_finding(f, n, len(findings), "fencepost sut") for n, f in enumerate(findings, 1)
+    ]
     if report.problem:
         details.append(report.problem)
     return PartResult(
@@ -482,6 +499,23 @@ def default_jobs() -> int:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     return 1 if cores < 2 else min(3, cores + 1)
+
+
+def typical_seconds(names: Sequence[str], options: GateOptions) -> float:
+    """What the parts ``names`` usually take, in wall seconds, on a quiet machine.
+
+    The sum of the parts' (and pieces') one-job seconds above, shared by the jobs that
+    can run at once (at most one per core): an estimate to tell the user, never used to
+    decide anything. docs/performance.md has the measured figures (about 25 s for the
+    whole gate on two cores with three jobs).
+    """
+    total = 0.0
+    for name in names:
+        part = PARTS[name]
+        pieces = part.pieces.keys(options) if part.pieces is not None else ()
+        total += sum(seconds for _, seconds in pieces) if pieces else part.seconds
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return total / max(1, min(options.jobs, cores))
 
 
 class Scheduler:

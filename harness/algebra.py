@@ -23,7 +23,9 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
+from fencepost.harness.classes import coordinate_classes, name_classes
 from fencepost.harness.coverage import Situation, order_situation
+from fencepost.harness.power import algebra_compare_caught, algebra_merge_caught
 from fencepost.harness.protocol import (
     CompareOk,
     ErrorReply,
@@ -66,8 +68,50 @@ ORDERS: tuple[Order, ...] = (OFFSETS, MILLIS, KEYS)
 
 #: Integers the random cases draw from; the last two are replaced by the top of a declared
 #: range (``hello_ok.integers``), so a SUT with 64-bit integers is tested at its edge.
-_INT_POOL: tuple[int, ...] = (-1, 0, 1, 2, 3, 5, 10**40, 10**40 + 1)
-_STR_POOL: tuple[str, ...] = ("", "a", "a\x00", "ab", "b", "é", "\U0001f600", "z")
+#: The value classes of harness/classes.py: negatives, zero, digit counts (9, 10), the
+#: 32-bit sentinel, 2^53 and 2^63 with neighbours, and beyond 64 bits (kept last: a
+#: declared range moves them to its edge); the empty string, prefixes, case variants, a
+#: combining mark against its precomposed form, characters on both sides of the UTF-16
+#: surrogate range.
+_INT_POOL: tuple[int, ...] = (
+    -12,
+    -1,
+    0,
+    1,
+    2,
+    3,
+    5,
+    9,
+    10,
+    2**31 - 1,
+    2**31,
+    2**53,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**63 + 1,
+    10**40,
+    10**40 + 1,
+)
+_STR_POOL: tuple[str, ...] = (
+    "",
+    "a",
+    "a\x00",
+    "ab",
+    "b",
+    "A",
+    "é",
+    "e\u0301",
+    "\uffee",
+    "\U0001f600",
+    "z",
+)
+#: Member names: plain, differing only in case, equal after NFC normalisation.
+_NAME_SETS: tuple[tuple[str, ...], ...] = (
+    ("A", "B", "C", "D"),
+    ("A", "a", "B", "b"),
+    ("\u00c5", "A\u030a", "B", "C"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +248,7 @@ def random_merge(rng: random.Random) -> MergeCase:
     order = rng.choice(ORDERS)
     other = rng.choice([o for o in ORDERS if o.name != order.name])
     epoch = rng.randint(1, 3)
-    names = ["A", "B", "C", "D"][: rng.randint(0, 4)]
+    names = list(rng.choice(_NAME_SETS))[: rng.randint(0, 4)]
     partitions = {n: order.name for n in names}
     if names and rng.random() < 0.15:
         partitions[rng.choice(names)] = other.name
@@ -329,10 +373,34 @@ class AlgebraResult:
     equivalent_representations: int
     stderr: dict[str, str]
     situations: frozenset[Situation] = frozenset()
+    #: The wrong answers this batch would have caught (harness/power.py).
+    caught: frozenset[str] = frozenset()
+    #: The value classes its cases held (harness/classes.py).
+    classes: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+
+def caught_by(case: AlgebraCase) -> set[str]:
+    """The wrong answers (harness/power.py) this case tells apart from the right one."""
+    if isinstance(case, CompareCase):
+        return algebra_compare_caught(case.order, case.a, case.b)
+    return algebra_merge_caught(case.membership, case.checkpoints)
+
+
+def classes_of(case: AlgebraCase) -> set[str]:
+    """The value classes (harness/classes.py) one case holds."""
+    if isinstance(case, CompareCase):
+        return coordinate_classes(c.at for c in (case.a, case.b) if c.at is not None)
+    m = case.membership
+    found = coordinate_classes(c.cut.at for c in case.checkpoints if c.cut.at is not None)
+    held = {c.partition for c in case.checkpoints}
+    found |= name_classes([(m.epoch, list(m.partitions), any(p not in held for p in m.partitions))])
+    if len(set(m.partitions.values())) > 1:
+        found.add("incomparable_orders")
+    return found
 
 
 def situations_of(case: AlgebraCase) -> set[Situation]:
@@ -450,12 +518,16 @@ def run_algebra(
     equivalent = 0
     ran = 0
     seen: set[Situation] = set()
+    caught: set[str] = set()
+    classes: set[str] = set()
     try:
         session.open()
         for case in cases:
             session.case_no += 1
             ran += 1
             seen |= situations_of(case)
+            caught |= caught_by(case)
+            classes |= classes_of(case)
             verdict = judge(case, ask(session, case))
             if verdict == "equivalent":
                 equivalent += 1
@@ -484,6 +556,8 @@ def run_algebra(
         equivalent,
         stderr,
         frozenset(seen),
+        frozenset(caught),
+        frozenset(classes),
     )
 
 

@@ -345,10 +345,11 @@ _BUDGET_CHECKPOINTER_BASE: tuple[Action, ...] = (
 #: "no coverage" publishes nothing, or withholds). Then A certifies ``through 2`` and B
 #: ``before 3``, the successor edge (one claim on offsets). w1's write of ``through 2`` is
 #: lost, not applied; the membership moves to epoch 2 and w2 cuts the record over to it
-#: before w1 rereads: w1 must apply the cutover rule, never write its epoch 1 claim over
-#: the record's epoch 2. Last, w2 reads, proposes and writes, the write is lost, and so is
-#: every reread after it, until it gives up: it reports a record it was shown (or none),
-#: never its proposal.
+#: (at ``through 3``, past w1's proposal) before w1 rereads: w1 must apply the cutover
+#: rule, never write its epoch 1 claim over the record's epoch 2, and never report
+#: ``confirmed`` from a record of another epoch, however far it is. Last, w2 reads,
+#: proposes and writes, the write is lost, and so is every reread after it, until it
+#: gives up: it reports a record it was shown (or none), never its proposal.
 _FENCE_PUBLISHER = WorldSetup(
     order=OFFSETS,
     epochs=(
@@ -362,8 +363,8 @@ _FENCE_PUBLISHER = WorldSetup(
         EpochSetup(
             2,
             (
-                PartitionSetup("A", _events("A", 0, 2, 4)),
-                PartitionSetup("B", _events("B", 0, 1, 3)),
+                PartitionSetup("A", _events("A", 0, 2, 4, 6)),
+                PartitionSetup("B", _events("B", 0, 1, 3, 5)),
             ),
         ),
     ),
@@ -383,15 +384,15 @@ _FENCE_PUBLISHER_BASE: tuple[Action, ...] = (
     *_answers("w1", 3),  # w1 proposes through 2 (the tie: the smaller coordinate)
     Answer("w1", "lost"),  # its write is lost, not applied
     Reshard(),  # epoch 2 is durable
-    Advance("A"),  # epoch 2: A through 0
-    Advance("B"),  # epoch 2: B through 0
+    *(Advance("A") for _ in range(3)),  # epoch 2: A through 4
+    *(Advance("B") for _ in range(3)),  # epoch 2: B through 3
     Publish("w2"),
-    *_answers("w2", 4),  # w2 cuts the record over to (epoch 2, through 0)
-    *_answers("w1", 4),  # w1 rereads: epoch 2 now; the fence holds
-    Advance("A"),  # epoch 2: A through 2
-    Advance("B"),  # epoch 2: B through 1
+    *_answers("w2", 4),  # w2 cuts the record over to (epoch 2, through 3)
+    *_answers("w1", 4),  # w1 rereads: epoch 2 now, past its proposal; the fence holds
+    Advance("A"),  # epoch 2: A through 6
+    Advance("B"),  # epoch 2: B through 5
     Publish("w2"),
-    *_answers("w2", 3),  # w2 proposes (epoch 2, through 1)
+    *_answers("w2", 3),  # w2 proposes (epoch 2, through 5)
     Answer("w2", LOST_UNTIL_END),  # the write, and every reread until w2 gives up
 )
 
@@ -434,10 +435,14 @@ _CRASH_BASE: tuple[Action, ...] = (
     Advance("A"),  # A through 1
     Advance("B"),  # B through 1
     Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 1 (its first attempt's op_id)
+    Advance("A"),  # A before 3
+    Advance("B"),  # B through 3
+    Publish("w1"),
     Answer("w1"),
     Crash("w1"),
     Publish("w1"),
-    *_answers("w1", 4),  # the restarted w1 publishes through 1
+    *_answers("w1", 4),  # the restarted w1's first attempt publishes before 3: a fresh op_id
 )
 
 #: Strings above U+FFFF. A's events at "a", U+FFEE and U+1F600, B's at U+FFEE and
@@ -493,6 +498,112 @@ _KEYS_CHECKPOINTER_BASE: tuple[Action, ...] = (
     *_answers("r2", 9),  # r2's whole pass certifies through U+1F600
     Answer("r1"),  # r1's late write conflicts with the newer checkpoint
     *_answers("r1", 3),  # r1 rereads and must not write its lower cut again
+)
+
+
+#: Two orders that cannot be compared, epochs that skip numbers, three members, an idle
+#: member, and a cutover judged against the record rather than the worker's own last write.
+#: Offsets. Epoch 1: A, B, C on ``offsets``; w1 publishes, then w2 publishes further.
+#: Epoch 3 (epoch 2 is skipped): B moves to order ``ledger``: the members cannot be
+#: compared and the merge must withhold ``incomparable`` (a scalar minimum across them is
+#: caught as ``certified_support``). Epoch 4: every member on ``offsets`` again, C idle
+#: (no events, a source vouching for ``before 9``), A with a late event below its old
+#: checkpoint: under ``monotone`` the new frontier is above w1's own last write but below
+#: the record, so the cutover is pending (a worker comparing with its own high-water
+#: mark instead of the record moves the record back).
+_INCOMPARABLE_PUBLISHER = WorldSetup(
+    order=OFFSETS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 2, 3, 5)),
+                PartitionSetup("B", _events("B", 2, 4, 6)),
+                PartitionSetup("C", _events("C", 1, 3, 5)),
+            ),
+        ),
+        EpochSetup(
+            3,
+            (
+                PartitionSetup("A", _events("A", 2, 3, 5)),
+                PartitionSetup("B", _events("B", 2, 4, 6), order="ledger"),
+                PartitionSetup("C", _events("C", 1, 3, 5)),
+            ),
+        ),
+        EpochSetup(
+            4,
+            (
+                PartitionSetup("A", (*_events("A", 2, 3, 5), EventSpec("Am1", 1))),
+                PartitionSetup("B", _events("B", 2, 4, 6)),
+                PartitionSetup("C", (), end=9),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_INCOMPARABLE_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # through 2
+    Advance("B"),  # through 2
+    Advance("C"),  # through 1: the third member is the lowest (a two-member merge misses it)
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes epoch 1 through 1
+    Advance("A"),  # through 3
+    Advance("A"),  # through 5
+    Advance("B"),  # through 4
+    Advance("C"),  # through 3
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes epoch 1 through 3
+    Reshard(),  # epoch 3: B on ledger
+    *(Advance("A") for _ in range(3)),  # through 5
+    *(Advance("B") for _ in range(3)),  # through 6
+    *(Advance("C") for _ in range(3)),  # through 5: a scalar minimum would be through 5
+    Publish("w1"),
+    *_answers("w1", 3),  # withheld incomparable
+    Reshard(),  # epoch 4: all on offsets, C idle, A's late event at 1
+    Advance("A"),  # through 1
+    Advance("A"),  # through 2
+    Advance("B"),  # through 2
+    Advance("B"),  # through 4
+    Advance("C"),  # before 9
+    Publish("w1"),
+    *_answers("w1", 3),  # epoch 4 through 2: above w1's through 1, below the record
+)
+
+#: Member names that differ only in case ("A", "a") or only in Unicode normalisation
+#: (U+00C5 against A + U+030A, equal after NFC). Four members on offsets: A certifies
+#: ``through 1`` and is the minimum while "a" certifies ``through 3`` (a map keyed by
+#: lower-cased names gives A the checkpoint of "a" and publishes ``through 2``); then A
+#: moves to ``through 5`` and A + U+030A at ``through 2`` is the minimum (a map keyed by
+#: NFC names gives it the checkpoint of U+00C5 and publishes ``through 3``).
+_NAMES_PUBLISHER = WorldSetup(
+    order=OFFSETS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", 1, 5)),
+                PartitionSetup("a", _events("a", 1, 2, 3)),
+                PartitionSetup("A\u030a", _events("A\u030a", 1, 2)),
+                PartitionSetup("\u00c5", _events("\u00c5", 1, 2, 3)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_NAMES_PUBLISHER_BASE: tuple[Action, ...] = (
+    Advance("A"),  # through 1
+    *(Advance("a") for _ in range(3)),  # through 3
+    *(Advance("A\u030a") for _ in range(2)),  # through 2
+    *(Advance("\u00c5") for _ in range(3)),  # through 3
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through 1
+    Advance("A"),  # through 5
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through 2
 )
 
 
@@ -644,6 +755,22 @@ BASES: dict[str, Base] = {
             TINY["composed"],
             BASE["composed"],
             "readers and a publisher of the SUT together",
+        ),
+        Base(
+            "publisher-incomparable",
+            "publisher",
+            _INCOMPARABLE_PUBLISHER,
+            _INCOMPARABLE_PUBLISHER_BASE,
+            "two orders that cannot be compared (withheld incomparable); epochs skipping "
+            "numbers; three members, one idle; a cutover judged against the record, not the "
+            "worker's own last write",
+        ),
+        Base(
+            "publisher-names",
+            "publisher",
+            _NAMES_PUBLISHER,
+            _NAMES_PUBLISHER_BASE,
+            "member names differing only in case or in Unicode normalisation; four members",
         ),
     )
 }

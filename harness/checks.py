@@ -63,9 +63,10 @@ def _facts(world: World, key: tuple[int, str]) -> tuple[EventFact, ...]:
     )
 
 
-def judge_state(world: World) -> list[Finding]:
-    """Soundness of the current record against the ground truth."""
-    record = world.record
+def judge_state(world: World, record: Record | None = None) -> list[Finding]:
+    """Soundness of the current record (or of ``record``, a hypothetical one) against the
+    ground truth."""
+    record = world.record if record is None else record
     if record.cut.is_nothing:
         return []
     membership = world.memberships.get(record.epoch)

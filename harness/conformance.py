@@ -48,9 +48,11 @@ from fencepost.harness.algebra import (
     shrink_case,
 )
 from fencepost.harness.bases import bases_of
+from fencepost.harness.classes import ClassCounts
 from fencepost.harness.coverage import Coverage, Situation
 from fencepost.harness.exhaustive import exhaustive, exhaustive_schedule
 from fencepost.harness.pool import SutPool
+from fencepost.harness.power import Power
 from fencepost.harness.probes import run_probes
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
@@ -74,6 +76,13 @@ from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
 )
+from fencepost.vocabulary.conformance import (
+    ALGEBRA_EXHAUSTIVE_PHASE,
+    ALGEBRA_RANDOM_PHASE,
+    RANDOM_SCHEDULES_PHASE,
+)
+from fencepost.vocabulary.conformance import PROBES_PHASE as PROBES_PHASE
+from fencepost.vocabulary.conformance import exhaustive_phase as exhaustive_phase
 
 #: Called as progress(phase, done, total) while a phase runs (total None if unknown).
 Progress = Callable[[str, int, int | None], None]
@@ -81,6 +90,15 @@ Progress = Callable[[str, int, int | None], None]
 
 def _quiet(phase: str, done: int, total: int | None) -> None:
     """The default progress callback: report nothing."""
+
+
+#: Called once per phase as it ends, with its figures (``failed`` set when it found a bug):
+#: a live display marks the phase and stops its clock.
+PhaseEnded = Callable[["Phase"], None]
+
+
+def _unnoticed(phase: Phase) -> None:
+    """The default end-of-phase callback: nothing."""
 
 
 #: The shortest and the longest time (seconds) a SUT may be given to answer a message.
@@ -123,6 +141,10 @@ class ConformOptions:
     #: Run only the phases of these names (:func:`phase_plan`); None runs every phase.
     #: Seeds are drawn as in a whole run, so a phase run alone finds what it finds there.
     only: frozenset[str] | None = None
+    #: Swarm testing: each random run switches a random subset of fault and situation
+    #: kinds on (harness/randomized.py, Swarm); off, every kind is on in every run.
+    #: docs/performance.md has the measurement that chose the default.
+    swarm: bool = True
 
 
 @dataclass(frozen=True)
@@ -180,15 +202,43 @@ class ConformReport:
     processes: int = 0
     reused: int = 0
     coverage: Coverage = field(default_factory=lambda: Coverage.of(()))
+    #: Per wrong answer, the runs that would have caught it (harness/power.py).
+    power: Power = field(default_factory=lambda: Power.of(()))
+    #: Per level, the runs whose world held each value class (harness/classes.py).
+    classes: ClassCounts = field(default_factory=lambda: ClassCounts.of(()))
     #: Things the reader of the report should know that are not failures.
     notes: tuple[str, ...] = ()
     #: The phase a Ctrl-C (SIGINT) stopped, when it did: the report holds what ran before,
     #: and no verdict.
     interrupted: str | None = None
+    #: Whether this was a search (every phase of the budget), not a replay of one case or
+    #: one file: only a search is expected to reach every situation.
+    searched: bool = True
+    #: False when no process of the SUT ever answered ``hello`` with ``hello_ok`` (it could
+    #: not be started, exited at once, or answered something else): nothing was tested,
+    #: and ``fencepost conform`` exits 2 naming the cause instead of giving a verdict.
+    started: bool = True
 
     def warnings(self) -> tuple[str, ...]:
-        """Situations the tested levels can reach that no run exercised."""
-        return tuple(f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested))
+        """Situations the tested levels can reach that no run of a search exercised, and
+        wrong answers of the tested levels' decisions that no run would have caught.
+
+        Nothing for a replay (one case reaches a few situations by design), for a run that
+        tested no level (nothing ran: the cause is reported instead), or for one stopped
+        by Ctrl-C, or for one with a failing phase (a phase stops at its first failure,
+        leaving the rest of its cases unrun; the verdict stands anyway): a warning must
+        mean the search has a blind spot.
+        """
+        if not self.searched or not self.tested or self.interrupted is not None:
+            return ()
+        if any(p.failed for p in self.phases):  # a phase stops at its first failure
+            return ()
+        return tuple(
+            f"no run exercised: {s.says}" for s in self.coverage.missing(self.tested)
+        ) + tuple(
+            f"no run would have caught the {w.decision} mistake {w.name}: {w.says}"
+            for w in self.power.missing(self.tested)
+        )
 
     @property
     def ok(self) -> bool:
@@ -370,7 +420,14 @@ def run_case(
             limits=_limits(integers),
         )
         return run_schedule(factory, setup, schedule, timeout=options.timeout)
-    return run_random(factory, seed, workers=options.workers, timeout=options.timeout)
+    return run_random(
+        factory,
+        seed,
+        workers=options.workers,
+        timeout=options.timeout,
+        limits=_limits(integers),
+        swarm=options.swarm,
+    )
 
 
 def _failure_for(
@@ -384,14 +441,24 @@ def _failure_for(
 class _Phases:
     """Runs phases one after the other, keeping each phase's figures and first failure."""
 
-    def __init__(self, progress: Progress, options: ConformOptions, integers: str) -> None:
+    def __init__(
+        self,
+        progress: Progress,
+        options: ConformOptions,
+        integers: str,
+        ended: PhaseEnded = _unnoticed,
+    ) -> None:
         self.progress = progress
+        self.ended = ended
         self.options = options
         self.integers = integers
         self.done: list[Phase] = []
         self.failures: list[Failure] = []
         self.equivalent = 0
         self.seen: list[frozenset[Situation]] = []
+        self.caught: list[frozenset[str]] = []
+        #: Per run: its level (the family of its case) and the value classes it held.
+        self.classes: list[tuple[str, frozenset[str]]] = []
         #: The phase running now (None between phases).
         self.running: str | None = None
 
@@ -404,11 +471,16 @@ class _Phases:
         self, name: str, runs: int, messages: int, started: float, failure: Failure | None
     ) -> None:
         self.running = None
-        self.done.append(
-            Phase(name, runs, messages, time.monotonic() - started, failure is not None)
-        )
+        phase = Phase(name, runs, messages, time.monotonic() - started, failure is not None)
+        self.done.append(phase)
         if failure is not None:
             self.failures.append(dataclasses.replace(failure, phase=name))
+        self.ended(phase)
+
+    def _count(self, family: str, result: RunResult | AlgebraResult) -> None:
+        self.seen.append(result.situations)
+        self.caught.append(result.caught)
+        self.classes.append((family, result.classes))
 
     def probes(self, factory: SutFactory, levels: frozenset[str]) -> None:
         name = self.running = PROBES_PHASE
@@ -440,7 +512,7 @@ class _Phases:
             except Exception as exc:  # a bug of the harness, never a verdict on the SUT
                 raise HarnessError(f"phase {name}", seed, exc) from exc
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(family_of(seed), result)
             if isinstance(result, AlgebraResult):
                 self.equivalent += result.equivalent_representations
             if not result.ok:
@@ -464,22 +536,13 @@ class _Phases:
         ):
             runs += 1
             messages += result.messages
-            self.seen.append(result.situations)
+            self._count(case.family, result)
             self.progress(name, runs, None)
             if not result.ok:
                 failure = _schedule_failure(factory, case.seed, result, self.options)
                 self._ended(name, runs, messages, started, failure)
                 return
         self._ended(name, runs, messages, started, None)
-
-
-#: The name of the error-handling phase.
-PROBES_PHASE = "error handling"
-
-
-def exhaustive_phase(base: str, depth: int) -> str:
-    """The name of the phase that runs the scripted base ``base`` exhaustively."""
-    return f"{base} exhaustive (depth {depth})"
 
 
 def phase_plan(
@@ -494,12 +557,12 @@ def phase_plan(
     families = [f for f in FAMILIES if FAMILY_LEVELS[f] <= levels]
     names = [PROBES_PHASE]
     if "algebra" in families:
-        names += ["algebra exhaustive", "algebra random"]
+        names += [ALGEBRA_EXHAUSTIVE_PHASE, ALGEBRA_RANDOM_PHASE]
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         names += [exhaustive_phase(base, options.depth) for base in bases_of(schedule_families)]
     if schedule_families and options.schedules > 0:
-        names.append("random schedules")
+        names.append(RANDOM_SCHEDULES_PHASE)
     return tuple(names)
 
 
@@ -569,9 +632,15 @@ class _Counted:
 
 
 def conform(
-    factory: SutFactory, options: ConformOptions = ConformOptions(), progress: Progress = _quiet
+    factory: SutFactory,
+    options: ConformOptions = ConformOptions(),
+    progress: Progress = _quiet,
+    ended: PhaseEnded = _unnoticed,
 ) -> ConformReport:
-    """Test the SUT ``factory`` starts, every phase (see the module docstring)."""
+    """Test the SUT ``factory`` starts, every phase (see the module docstring).
+
+    ``progress`` hears of each run as a phase goes, ``ended`` of each phase as it ends.
+    """
     started = time.monotonic()
     factory = counted = _Counted(factory)
     hello, broken = greet(factory, options.timeout)
@@ -584,7 +653,7 @@ def conform(
     if hello is not None and "reset" in hello.capabilities and options.reuse:
         pool = SutPool(factory, options.timeout)
         used = pool
-    phases = _Phases(progress, options, integers)
+    phases = _Phases(progress, options, integers, ended)
 
     def report(problem: str | None = None, interrupted: str | None = None) -> ConformReport:
         if interrupted is not None:  # no graceful shutdowns, no confirming runs: stop now
@@ -620,7 +689,10 @@ def conform(
             processes=counted.started,
             reused=pool.reused if pool is not None else 0,
             coverage=Coverage.of(phases.seen),
+            power=Power.of(phases.caught),
+            classes=ClassCounts.of(phases.classes),
             interrupted=interrupted,
+            started=hello is not None,
         )
 
     try:
@@ -658,12 +730,12 @@ def _run_phases(
     if wanted(PROBES_PHASE):
         phases.probes(used, frozenset(tested))
     if "algebra" in families and not phases.stop:
-        if wanted("algebra exhaustive"):
-            phases.run("algebra exhaustive", [ExhaustiveCase("algebra").seed], used)
+        if wanted(ALGEBRA_EXHAUSTIVE_PHASE):
+            phases.run(ALGEBRA_EXHAUSTIVE_PHASE, [ExhaustiveCase("algebra").seed], used)
         if not phases.stop:
             seeds = [seed_for(rng, "algebra") for _ in range(options.algebra_batches)]
-            if wanted("algebra random"):
-                phases.run("algebra random", seeds, used)
+            if wanted(ALGEBRA_RANDOM_PHASE):
+                phases.run(ALGEBRA_RANDOM_PHASE, seeds, used)
     schedule_families = [f for f in families if f != "algebra"]
     if options.depth >= 0:
         for base in bases_of(schedule_families):
@@ -676,8 +748,8 @@ def _run_phases(
             seed_for(rng, schedule_families[i % len(schedule_families)])
             for i in range(options.schedules)
         ]
-        if wanted("random schedules"):
-            phases.run("random schedules", seeds, used)
+        if wanted(RANDOM_SCHEDULES_PHASE):
+            phases.run(RANDOM_SCHEDULES_PHASE, seeds, used)
     return report()
 
 
@@ -728,6 +800,10 @@ def replay(
         problem=problem,
         integers=integers,
         coverage=Coverage.of(phases.seen),
+        searched=False,
+        started=hello is not None,
+        power=Power.of(phases.caught),
+        classes=ClassCounts.of(phases.classes),
     )
 
 

@@ -20,7 +20,6 @@ Cost: linear in the findings' steps and transcripts.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +43,18 @@ from fencepost.harness.report import (
     MAX_REGRESSION_BYTES,
     REGRESSION_VERSION,
     RegressionError,
+    read_regression_text,
+    regression_problem,
     write_transcript,
 )
 from fencepost.harness.rules import Violation
 from fencepost.harness.transport import SutFactory
 from fencepost.harness.world import SetupError
 from fencepost.harness.worlds import LATE_COMMITS
-from fencepost.reports.text import printable, xml_text
+from fencepost.inputs.files import open_regular
+from fencepost.inputs.jsonlines import MessageError, decode_line
+from fencepost.reports.junit import Case, Outcome, Suite, junit_xml
+from fencepost.reports.text import printable
 
 #: Transcript lines a finding shows in the text summary (the report folder has them all).
 TRANSCRIPT_TAIL = 0
@@ -370,29 +374,19 @@ def late_report_json(report: LateReport, command: str) -> dict[str, object]:
 # --- JUnit ------------------------------------------------------------------------------------
 
 
-def write_late_junit(path: Path, report: LateReport, command: str) -> None:
-    """JUnit XML: one test case per phase; each finding on the phase that found it.
+def late_junit_suite(report: LateReport, command: str) -> Suite:
+    """The report as a JUnit suite: one test case per phase; each finding on the phase that
+    found it, a phase that found the same bug as another pointing to it; the handshake's
+    violations and a level problem cases of their own.
 
     Suite properties: the SUT, the world's options, the row counts and the power table
     (``power.<run kind>.<wrong answer>``: runs that would have caught it).
     """
-    suites = ET.Element("testsuites")
     by_phase = {f.phase: f for f in report.findings}
-    extra = len(report.handshake) + (1 if report.problem else 0)
-    failed = sum(1 for p in report.phases if p.failed) + extra
-    suite = ET.SubElement(
-        suites,
-        "testsuite",
-        name=f"fencepost conform --world {LATE_COMMITS}",
-        tests=str(len(report.phases) + extra),
-        failures=str(failed),
-        errors="0",
-        time=f"{report.seconds:.3f}",
-    )
-    props = ET.SubElement(suite, "properties")
+    classname = "fencepost.conform.late_commits"
     t = report.totals
     options = report.options
-    for name, value in (
+    properties = [
         ("sut", report.sut),
         ("world", LATE_COMMITS),
         ("cursor", options.cursor),
@@ -406,53 +400,58 @@ def write_late_junit(path: Path, report: LateReport, command: str) -> None:
         ("runs_losing_rows", str(t.runs_losing)),
         ("runs_duplicating_rows", str(t.runs_duplicating)),
         ("absorbed", str(t.absorbed)),
-    ):
-        ET.SubElement(props, "property", name=name, value=xml_text(value))
-    for kind, row in report.power.caught.items():
-        for answer in WRONG_ANSWERS:
-            ET.SubElement(
-                props, "property", name=f"power.{kind}.{answer}", value=str(row.get(answer, 0))
-            )
+    ]
+    properties += [
+        (f"power.{kind}.{answer}", str(row.get(answer, 0)))
+        for kind, row in report.power.caught.items()
+        for answer in WRONG_ANSWERS
+    ]
+    cases: list[Case] = []
     for phase in report.phases:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname="fencepost.conform.late_commits",
-            name=phase.name,
-            time=f"{phase.seconds:.3f}",
-        )
+        outcome: Outcome | None = None
         finding = by_phase.get(phase.name)
         if finding is not None:
-            node = ET.SubElement(
-                case,
+            outcome = Outcome(
                 "failure",
-                message=xml_text(str(finding.violation)),
-                type=finding.violation.rule.value,
+                str(finding.violation),
+                finding.violation.rule.value,
+                render_finding(finding, options, command),
             )
-            node.text = xml_text(render_finding(finding, options, command))
         elif phase.failed:
             same = next((f for f in report.findings if phase.name in f.also), None)
-            if same is not None:
-                ET.SubElement(
-                    case,
+            outcome = (
+                Outcome(
                     "failure",
-                    message=xml_text(f"the same bug as in {same.phase}: {same.violation}"),
-                    type=same.violation.rule.value,
+                    f"the same bug as in {same.phase}: {same.violation}",
+                    same.violation.rule.value,
                 )
+                if same is not None
+                else Outcome("failure", f"the phase {phase.name} failed")
+            )
+        cases.append(Case(classname, phase.name, phase.seconds, outcome))
     for violation, _ in report.handshake:
-        case = ET.SubElement(
-            suite, "testcase", classname="fencepost.conform.late_commits", name="handshake"
+        cases.append(
+            Case(
+                classname,
+                "handshake",
+                None,
+                Outcome("failure", str(violation), violation.rule.value),
+            )
         )
-        ET.SubElement(case, "failure", message=xml_text(str(violation)), type=violation.rule.value)
     if report.problem:
-        case = ET.SubElement(
-            suite, "testcase", classname="fencepost.conform.late_commits", name="levels"
-        )
-        ET.SubElement(case, "failure", message=xml_text(report.problem), type="levels")
-    out = ET.SubElement(suite, "system-out")
-    out.text = xml_text(verdict_line(report))
-    ET.indent(suites)
-    path.write_text(ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+        cases.append(Case(classname, "levels", None, Outcome("failure", report.problem, "levels")))
+    return Suite(
+        f"fencepost conform --world {LATE_COMMITS}",
+        tuple(cases),
+        report.seconds,
+        tuple(properties),
+        verdict_line(report),
+    )
+
+
+def write_late_junit(path: Path, report: LateReport, command: str) -> None:
+    """JUnit XML of :func:`late_junit_suite`, by the one writer (:mod:`fencepost.reports.junit`)."""
+    path.write_text(junit_xml(late_junit_suite(report, command)), encoding="utf-8")
 
 
 # --- report folders and regression files -------------------------------------------------------
@@ -515,12 +514,10 @@ def save_late_regression(path: Path, finding: LateFinding, sut: str) -> Path:
 def regression_world(path: Path) -> str | None:
     """The world a regression file belongs to (from its header), or None if unreadable."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             first = handle.readline(MAX_REGRESSION_BYTES)
-        header = json.loads(first)
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(header, dict):
+        header = decode_line(first.decode("utf-8").rstrip("\n"))
+    except (OSError, ValueError, MessageError):
         return None
     return LATE_COMMITS if header.get("world") == LATE_COMMITS else "frontier"
 
@@ -539,31 +536,16 @@ class LateRegression:
 
 def load_late_regression(path: Path) -> LateRegression:
     """Read a regression file of this world; :class:`RegressionError` names the line."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_REGRESSION_BYTES + 1)
-    except OSError as exc:
-        raise RegressionError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_REGRESSION_BYTES:
-        raise RegressionError(f"{path}: larger than {MAX_REGRESSION_BYTES >> 20} MiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        where = raw[: exc.start].count(b"\n") + 1
-        raise RegressionError(f"{path}:{where}: not UTF-8 text ({exc.reason})") from None
+    text = read_regression_text(path)
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
     objects: list[tuple[int, dict[str, object]]] = []
     for number, line in numbered:
         try:
-            obj = json.loads(line)
-        except RecursionError:
-            raise RegressionError(f"{path}:{number}: nested too deeply") from None
-        except ValueError as exc:
-            raise RegressionError(f"{path}:{number}: not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise RegressionError(f"{path}:{number}: each line is a JSON object")
+            obj = decode_line(line)
+        except MessageError as exc:
+            raise RegressionError(f"{path}:{number}: {regression_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION or header.get("world") != (

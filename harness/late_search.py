@@ -471,6 +471,9 @@ class LateReport:
     notes: tuple[str, ...] = ()
     #: A failure outside any run (handshake, error handling, kept processes).
     handshake: tuple[tuple[Violation, tuple[TranscriptLine, ...]], ...] = ()
+    #: False when no process of the tool answered ``hello`` with ``hello_ok``: nothing was
+    #: tested (``fencepost conform`` exits 2 naming the cause, no verdict).
+    started: bool = True
 
     @property
     def ok(self) -> bool:
@@ -697,6 +700,7 @@ def late_conform(
         processes=counted.started,
         reused=pool.reused if pool is not None else 0,
         handshake=tuple(handshake),
+        started=hello is not None,
     )
 
 
@@ -764,6 +768,7 @@ def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateRep
         power=search.power,
         problem=problem,
         handshake=tuple(handshake),
+        started=hello is not None,
     )
 
 

@@ -57,17 +57,17 @@ from fencepost.judge.wire import (
     record_from_json,
     record_to_json,
 )
+from fencepost.vocabulary.conformance import DECLARABLE_LEVELS
+from fencepost.vocabulary.conformance import LEVELS as LEVELS
+from fencepost.vocabulary.conformance import SYNC_LEVEL as SYNC_LEVEL
 
 #: The protocol version this module speaks.
 PROTOCOL_VERSION = 1
 
-#: The levels of docs/conformance-protocol.md, in the order the harness tests them.
-LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
-#: The level of an incremental-sync tool, tested only in the late-commit world
-#: (``fencepost.harness.worlds``); a SUT may declare it beside the others.
-SYNC_LEVEL = "sync"
-#: Every level a ``hello_ok`` may declare.
-DECLARABLE_LEVELS: tuple[str, ...] = (*LEVELS, SYNC_LEVEL)
+# The levels of docs/conformance-protocol.md, in the order the harness tests them
+# (LEVELS); the level of an incremental-sync tool, tested only in the late-commit world
+# (SYNC_LEVEL; ``fencepost.harness.worlds``); every level a ``hello_ok`` may declare
+# (DECLARABLE_LEVELS): the vocabulary's (``fencepost.vocabulary.conformance``).
 
 PUBLISHER_OPS: tuple[str, ...] = (
     "read_publication",

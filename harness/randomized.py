@@ -10,6 +10,7 @@ others move on, within the budgets of :mod:`fencepost.harness.seeds`.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,13 +19,17 @@ from fencepost.harness.algebra import KEYS, MILLIS, OFFSETS
 from fencepost.harness.results import RunResult
 from fencepost.harness.runner import Run
 from fencepost.harness.schedule import (
+    CONFLICT_UNTIL_END,
     LOSSES,
+    LOST_UNTIL_END,
+    UNTIL_END,
     Action,
     Advance,
     Answer,
     Crash,
     Finalize,
     Ingest,
+    Inject,
     Publish,
     Reshard,
 )
@@ -42,27 +47,142 @@ from fencepost.judge.values import Coordinate
 # --- random worlds ------------------------------------------------------------------------
 
 
-def _pool(kind: str) -> list[Coordinate]:
+#: The value classes of harness/classes.py, as pools a world draws its coordinates from
+#: (each sorted, each with an end above every value). Integers: small; negatives, zero
+#: and different digit counts; the 32-bit, double and 64-bit edges and beyond.
+_INT_POOLS: tuple[tuple[int, ...], ...] = (
+    (1, 2, 3, 4, 5, 6),
+    (-12, -3, -1, 0, 9, 10),
+    (8, 9, 10, 11, 99, 100),
+    (2**31 - 2, 2**31 - 1, 2**31, 2**53 - 1, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1),
+    (2**64 + 1, 10**40),
+)
+#: Strings (code point order): above U+FFFF where UTF-16 order disagrees (see BMP_HIGH);
+#: the empty string, prefixes and case variants; a combining mark against its
+#: precomposed form (equal after NFC, far apart by code point).
+_STR_POOLS: tuple[tuple[str, ...], ...] = (
+    ("a", "b", "c", "\uffee", "\U0001f600", "\U0001f601"),
+    ("", "B", "a", "ab", "abc", "b"),
+    ("e", "e\u0301", "f", "\u00e9", "\uffee", "\U0001f600"),
+)
+#: Member names: plain; differing only in case; equal after NFC normalisation.
+_NAME_SETS: tuple[tuple[str, ...], ...] = (
+    ("A", "B", "C", "D"),
+    ("A", "a", "B", "b"),
+    ("\u00c5", "A\u030a", "B", "C"),
+)
+
+#: What swarm testing switches on or off per run (:class:`Swarm`).
+FEATURES: tuple[str, ...] = (
+    "lost",  # lost responses (applied or not)
+    "pages",  # page shapes: empty, heartbeat, overlap, no claim, horizon
+    "crash",  # a crash of a busy worker
+    "inject",  # misconfigured checkpoints
+    "reshard",  # a second membership epoch
+    "persistent",  # faults that outlast any retry budget (lost or beaten until the end)
+    "incomparable",  # a member on an order that cannot be compared
+)
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """The fault and situation kinds one random run has switched on (swarm testing:
+    Groce et al., ISSTA 2012). Switching some off makes the others denser: a run
+    without lost responses races its publishers much further, one without crashes
+    spends its steps on conflicts. With ``all`` every kind is on (no swarm)."""
+
+    on: frozenset[str]
+
+    @staticmethod
+    def draw(seed: int, enabled: bool) -> Swarm:
+        if not enabled:
+            return Swarm(frozenset(FEATURES))
+        rng = random.Random(seed ^ 0x5A4A)
+        return Swarm(frozenset(f for f in FEATURES if rng.random() < 0.5))
+
+    def allows(self, action: Action) -> bool:
+        if isinstance(action, Answer):
+            if action.mode in UNTIL_END:
+                return "persistent" in self.on
+            if action.mode in LOSSES:
+                return "lost" in self.on
+            return action.mode == "ok" or "pages" in self.on
+        if isinstance(action, Crash):
+            return "crash" in self.on
+        if isinstance(action, Inject):
+            return "inject" in self.on
+        if isinstance(action, Reshard):
+            return "reshard" in self.on
+        return True
+
+
+def _within(pool: tuple[int, ...], limits: tuple[int, int] | None) -> list[int]:
+    if limits is None:
+        return list(pool)
+    return [v for v in pool if limits[0] <= v <= limits[1] - 2]
+
+
+def _pool(
+    kind: str, rng: random.Random, edges: bool, limits: tuple[int, int] | None
+) -> list[Coordinate]:
+    """Six coordinates in order: the plain pool, or (``edges``) six drawn from every class
+    at once, so that one world holds several classes side by side (9 beside 10 beside
+    2^53 + 1; the empty string beside a combining mark beside U+1F600)."""
     if kind == "string":
-        # In code point order; the last three disagree with UTF-16 order (see BMP_HIGH).
-        return ["a", "b", "c", "\uffee", "\U0001f600", "\U0001f601"]
-    return [1, 2, 3, 4, 5, 6]
+        if not edges:
+            return list(_STR_POOLS[0])
+        # Every string class: the empty string, a prefix pair, a case pair, a combining
+        # mark, a character above U+FFFF (and one below it that UTF-16 ranks above).
+        return sorted({"", "a", "ab", "B", "b", rng.choice(("e\u0301", "\u00e9")), "\U0001f600"})
+    if not edges:
+        return list(_INT_POOLS[0])
+    # One value of each integer class (harness/classes.py), six classes of seven.
+    groups = [
+        g
+        for g in (
+            _within((-12, -3, -1), limits),
+            [0],
+            [9, 10, 99, 100],
+            _within((2**31 - 1, 2**31), limits),
+            _within((2**53, 2**53 + 1), limits),
+            _within((2**63 - 1, 2**63, 2**63 + 1), limits),
+            _within((2**64 + 1, 10**40), limits),
+        )
+        if g
+    ]
+    chosen = rng.sample(groups, min(6, len(groups)))
+    return sorted({rng.choice(g) for g in chosen} | {1, 2})
 
 
-def _end(kind: str, rng: random.Random) -> Coordinate:
-    return rng.choice(["\U0001f602", "\U0001f603"]) if kind == "string" else rng.choice([7, 8])
+def _end(kind: str, rng: random.Random, pool: list[Coordinate]) -> Coordinate:
+    if kind == "string":
+        return rng.choice(["\U0001f602", "\U0001f603"])
+    top = max(v for v in pool if isinstance(v, int))
+    return top + rng.choice([1, 2])
 
 
-def random_setup(seed: int, workers: int = 2) -> WorldSetup:
-    """The world of random case ``seed`` (its family decides the workers and who certifies)."""
+def random_setup(
+    seed: int,
+    workers: int = 2,
+    limits: tuple[int, int] | None = None,
+    swarm: bool = True,
+) -> WorldSetup:
+    """The world of random case ``seed`` (its family decides the workers and who certifies).
+
+    Coordinates, member names and epoch numbers are drawn from the value classes
+    (harness/classes.py) that the run's :class:`Swarm` switches on; integers stay
+    within ``limits`` (a range the SUT declared).
+    """
     family = family_of(seed)
     if family == "algebra":
         raise ValueError("algebra cases have no world")
+    features = Swarm.draw(seed, swarm).on
     rng = random.Random(seed)
     order = rng.choice((OFFSETS, MILLIS, KEYS))
-    pool = _pool(order.kind)
+    # Value classes are not a swarm feature: every level meets them in most runs.
+    pool = _pool(order.kind, rng, rng.random() < 0.75, limits)
     env = family == "publisher"
-    names = ["A", "B", "C"][: rng.randint(1, 3 if env else 2)]
+    names = list(rng.choice(_NAME_SETS)[: rng.randint(1, 4 if env else 3)])
 
     def final_count(n: int) -> int | None:
         return None if env and rng.random() < 0.7 else rng.randint(0, n)
@@ -77,11 +197,15 @@ def random_setup(seed: int, workers: int = 2) -> WorldSetup:
                 events=tuple(EventSpec(f"{name}{i + 1}", at) for i, at in enumerate(positions)),
                 final=final_count(n),
                 claims=rng.choice((ClaimStyle.BEFORE, ClaimStyle.THROUGH)),
-                end=_end(order.kind, rng) if rng.random() < 0.5 else None,
+                end=_end(order.kind, rng, pool) if rng.random() < 0.5 else None,
             )
         )
+    other = "incomparable" in features and len(parts) > 1
+    if other and rng.random() < 0.5:
+        parts[-1] = dataclasses.replace(parts[-1], order="ledger")
+        other = False
     epochs = [EpochSetup(1, tuple(parts))]
-    if rng.random() < 0.5:
+    if "reshard" in features and rng.random() < 0.5:
         # Reshard: events move into the first partition below its old checkpoint, from a
         # removed partition (same ids) and as late arrivals (fresh ids, low positions).
         target, *others = parts
@@ -100,20 +224,17 @@ def random_setup(seed: int, workers: int = 2) -> WorldSetup:
             target.name, tuple(moved), final_count(len(moved)), target.claims, end
         )
         kept = [p for p in others if p is not removed]
-        epochs.append(
-            EpochSetup(
-                2,
-                (
-                    new_target,
-                    *(
-                        PartitionSetup(
-                            p.name, p.events, final_count(len(p.events)), p.claims, p.end
-                        )
-                        for p in kept
-                    ),
-                ),
-            )
-        )
+        second = [
+            new_target,
+            *(
+                PartitionSetup(p.name, p.events, final_count(len(p.events)), p.claims, p.end)
+                for p in kept
+            ),
+        ]
+        if other and len(second) > 1:
+            second[-1] = dataclasses.replace(second[-1], order="ledger")
+        # Epochs skip numbers as often as not: an implementation must not assume +1.
+        epochs.append(EpochSetup(1 + rng.choice((1, 1, 2, 3)), tuple(second)))
     count = max(1, workers)
     publishers: tuple[str, ...] = ()
     readers: tuple[str, ...] = ()
@@ -138,6 +259,8 @@ def random_setup(seed: int, workers: int = 2) -> WorldSetup:
 def weight(action: Action) -> float:
     """How likely a random schedule takes ``action`` among those possible (before biases)."""
     if isinstance(action, Answer):
+        if action.mode in UNTIL_END:
+            return 0.15
         if action.mode == "ok":
             return 10.0
         return 1.5 if action.mode in LOSSES else 1.0
@@ -243,17 +366,51 @@ def run_chosen(
     return run.finish()
 
 
-def run_random(factory: SutFactory, seed: int, *, workers: int, timeout: float) -> RunResult:
-    """Random schedule case ``seed`` (not algebra) against fresh SUT workers."""
-    setup = random_setup(seed, workers)
+def run_random(
+    factory: SutFactory,
+    seed: int,
+    *,
+    workers: int,
+    timeout: float,
+    limits: tuple[int, int] | None = None,
+    swarm: bool = True,
+) -> RunResult:
+    """Random schedule case ``seed`` (not algebra) against fresh SUT workers.
+
+    With ``swarm`` the run switches a random subset of fault and situation kinds
+    on (:class:`Swarm`); without it every kind is on.
+    """
+    setup = random_setup(seed, workers, limits, swarm)
+    features = Swarm.draw(seed, swarm)
     rng = random.Random(seed ^ 0x5EED)
     family = family_of(seed)
     steps = _length(rng, family)
     if rng.random() < 0.5:
-        return run_chosen(factory, setup, Pct(rng, setup, steps), steps, timeout=timeout)
+        pct = Pct(rng, setup, steps)
+        return run_chosen(
+            factory,
+            setup,
+            lambda possible: pct(_persistent(possible, features)),
+            steps,
+            timeout=timeout,
+        )
     biases = Biases.draw(rng, setup)
 
     def choose(possible: list[Action]) -> Action:
+        possible = _persistent(possible, features)
         return rng.choices(possible, weights=[biases.weight(a) for a in possible])[0]
 
     return run_chosen(factory, setup, choose, steps, timeout=timeout)
+
+
+def _persistent(possible: list[Action], swarm: Swarm) -> list[Action]:
+    """``possible`` filtered by the swarm, with the faults that outlast any retry budget
+    added for each pending publisher call when the swarm has them on."""
+    kept = [a for a in possible if swarm.allows(a)] or possible
+    if "persistent" in swarm.on:
+        pending = {a.worker for a in possible if isinstance(a, Answer)}
+        for worker in sorted(pending):
+            kept.append(Answer(worker, LOST_UNTIL_END))
+            if worker.startswith("w"):
+                kept.append(Answer(worker, CONFLICT_UNTIL_END))
+    return kept

@@ -29,8 +29,11 @@ from fencepost.harness.algebra import (
     describe_case,
     run_algebra,
 )
+from fencepost.harness.classes import CLASSES
 from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
+from fencepost.harness.findings import Finding, group, one_line, plural
+from fencepost.harness.power import DECISIONS, WRONG_ANSWERS
 from fencepost.harness.protocol import (
     INTEGER_RANGES,
 )
@@ -61,13 +64,33 @@ def replay_hint(failure: Failure, command: str) -> str:
     return f"fencepost conform --replay {failure.seed} -- {command}"
 
 
-def render_failure(failure: Failure, command: str, *, transcript: bool = True) -> str:
-    """A failure in words: the rule, the shortest schedule, the transcript, the seed."""
+def render_failure(
+    failure: Failure,
+    command: str,
+    *,
+    transcript: bool = True,
+    heading: str | None = None,
+    also_seen: tuple[str, ...] = (),
+) -> str:
+    """A failure in words: the rule, the shortest schedule, the transcript, the seed.
+
+    ``heading`` replaces the first line (a finding's ``FINDING 1 of 2: ...``);
+    ``also_seen`` names the other phases that found the same bug.
+    """
     v = failure.violation
     kind = "docs/semantics.md section 7 property" if v.rule.is_property else "protocol rule"
     out = [
-        f"FAILURE: {v.rule.value} ({kind})"
-        + (f" in phase {failure.phase}" if failure.phase else ""),
+        heading
+        or (
+            f"FAILURE: {v.rule.value} ({kind})"
+            + (f" in phase {failure.phase}" if failure.phase else "")
+        ),
+    ]
+    if heading and failure.phase:
+        out.append(f"  found in phase: {failure.phase} (the shortest counterexample)")
+    if also_seen:
+        out.append(f"  also seen in phase(s): {'; '.join(also_seen)}")
+    out += [
         f"  meaning: {v.rule.meaning}",
         f"  what happened: {v}",
     ]
@@ -97,18 +120,67 @@ def render_failure(failure: Failure, command: str, *, transcript: bool = True) -
     return printable("\n".join(out))
 
 
+def render_finding(finding: Finding, number: int, count: int, command: str) -> str:
+    """One finding (one distinct bug) in words: its shortest counterexample, in full."""
+    v = finding.failure.violation
+    kind = "docs/semantics.md section 7 property" if v.rule.is_property else "protocol rule"
+    heading = f"FINDING {number} of {count}: {v.rule.value} ({kind})"
+    return render_failure(finding.failure, command, heading=heading, also_seen=finding.also_seen)
+
+
+def verdict_line(report: ConformReport) -> str:
+    """The verdict in one line: the first line of the summary and its very last."""
+    if report.interrupted is not None:
+        return f"fencepost conform: INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict"
+    if report.ok:
+        return "fencepost conform: CONFORMANT"
+    count = len(group(report.failures))
+    if not count:
+        return "fencepost conform: NOT CONFORMANT"
+    failing = sum(p.failed for p in report.phases)
+    phases = f" (seen in {failing} of {len(report.phases)} phases)" if failing else ""
+    return f"fencepost conform: NOT CONFORMANT: {plural(count, 'finding')}{phases}"
+
+
+def render_recap(report: ConformReport, command: str) -> list[str]:
+    """The closing recap: each finding in one line with its replay command, then the verdict.
+
+    These are the last lines on screen, so a reader who sees nothing else sees what
+    broke, where, how to replay it, and the verdict (its very last line).
+    """
+    findings = group(report.failures)
+    out: list[str] = []
+    if findings:
+        out.append(
+            f"recap: {plural(len(findings), 'finding')} (one per distinct bug), each by its "
+            "shortest counterexample:"
+        )
+        for n, finding in enumerate(findings, 1):
+            out.append(f"  {n}. {one_line(finding)}")
+            out.append(f"     replay: {replay_hint(finding.failure, command)}")
+    if report.problem:
+        out.append(f"problem: {report.problem}")
+    out.append(verdict_line(report))
+    return out
+
+
 def render_summary(report: ConformReport, command: str) -> str:
-    """The plain-text summary ``fencepost conform`` prints on stdout."""
-    verdict = "CONFORMANT" if report.ok else "NOT CONFORMANT"
+    """The plain-text summary ``fencepost conform`` prints on stdout.
+
+    The verdict leads and closes it: the first line, and the very last after a recap
+    of the findings (one per distinct bug, :mod:`fencepost.harness.findings`), so the
+    last lines on a screen say what broke and how to replay it.
+    """
+    verdict = verdict_line(report)
     if report.interrupted is not None:
         verdict = (
-            f"INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict; every SUT process was "
-            f"ended; what ran before ({len(report.phases)} phase(s) done"
+            f"fencepost conform: INTERRUPTED (Ctrl-C) in {report.interrupted}: no verdict; "
+            f"every SUT process was ended; what ran before ({len(report.phases)} phase(s) done"
             f"{', failures found so far below' if report.failures else ''}):"
         )
     rate = report.messages / report.seconds if report.seconds > 0 else 0.0
     out = [
-        f"fencepost conform: {verdict}",
+        verdict,
         f"  SUT: {report.sut} (says it is {report.sut_name or '?'}; levels "
         f"{', '.join(report.declared) or 'none'})",
         f"  levels tested: {', '.join(report.tested) or 'none'}",
@@ -138,11 +210,15 @@ def render_summary(report: ConformReport, command: str) -> str:
     if report.problem:
         out.append(f"  problem: {report.problem}")
     out.extend(f"  note: {note}" for note in report.notes)
-    out.append("")
-    out.extend(render_coverage(report))
-    for failure in report.failures:
+    findings = group(report.failures)
+    for n, finding in enumerate(findings, 1):
         out.append("")
-        out.append(render_failure(failure, command))
+        out.append(render_finding(finding, n, len(findings), command))
+    if report.searched and report.tested:
+        out.append("")
+        out.extend(render_coverage(report))
+    out.append("")
+    out.extend(render_recap(report, command))
     return printable("\n".join(out))
 
 
@@ -160,8 +236,46 @@ def render_coverage(report: ConformReport) -> list[str]:
     for situation in Situation:
         runs = report.coverage.runs.get(situation, 0)
         out.append(f"    {situation.says:<{width}}  {runs:>5}")
+    out.extend(render_power(report))
+    out.extend(render_classes(report))
     for warning in report.warnings():
         out.append(f"  WARNING: {warning}")
+    return out
+
+
+def render_power(report: ConformReport) -> list[str]:
+    """The discriminating coverage table: per decision kind and wrong answer, the runs in
+    which the judge would have rejected that wrong answer (docs/conformance.md)."""
+    tested = set(report.tested)
+    out = [
+        "  discriminating coverage (runs in which the judge would have rejected each plausible "
+        "wrong answer, per decision):"
+    ]
+    width = max(len(w.name) for w in WRONG_ANSWERS)
+    for decision, level in DECISIONS.items():
+        if level not in tested:
+            continue
+        out.append(f"    {decision} ({level}):")
+        for w in WRONG_ANSWERS:
+            if w.decision == decision:
+                runs = report.power.runs.get(w.name, 0)
+                out.append(f"      {w.name:<{width}}  {runs:>5}  {w.says}")
+    return out
+
+
+def render_classes(report: ConformReport) -> list[str]:
+    """Per value class, the runs whose world held it, per level (docs/conformance.md)."""
+    levels = [
+        f for f in ("algebra", "publisher", "checkpointer", "composed") if f in report.classes.runs
+    ]
+    if not levels:
+        return []
+    width = max(len(name) for name in CLASSES)
+    out = ["  value classes (runs whose world held each class, per level):"]
+    out.append("    " + " " * width + "".join(f"  {lv:>12}" for lv in levels))
+    for name in CLASSES:
+        cells = "".join(f"  {report.classes.runs[lv].get(name, 0):>12}" for lv in levels)
+        out.append(f"    {name:<{width}}{cells}")
     return out
 
 
@@ -213,9 +327,24 @@ def report_json(report: ConformReport) -> dict[str, object]:
         "integers": report.integers,
         "processes": {"started": report.processes, "reused": report.reused},
         "coverage": {s.value: report.coverage.runs.get(s, 0) for s in Situation},
+        "power": {
+            w.name: {"decision": w.decision, "runs": report.power.runs.get(w.name, 0)}
+            for w in WRONG_ANSWERS
+        },
+        "classes": {level: dict(row) for level, row in report.classes.runs.items()},
         "warnings": list(report.warnings()),
         "notes": list(report.notes),
         "failures": [failure_json(f) for f in report.failures],
+        # one per distinct bug: the index of its shortest counterexample in "failures"
+        "findings": [
+            {
+                "rule": finding.rule,
+                "signature": list(finding.signature),
+                "failure": report.failures.index(finding.failure),
+                "phases": list(finding.phases),
+            }
+            for finding in group(report.failures)
+        ],
     }
 
 
@@ -254,6 +383,9 @@ def junit_suite(report: ConformReport, command: str) -> Suite:
         ("integers", report.integers),
     ]
     properties += [(f"coverage.{s.value}", str(report.coverage.runs.get(s, 0))) for s in Situation]
+    properties += [
+        (f"power.{w.name}", str(report.power.runs.get(w.name, 0))) for w in WRONG_ANSWERS
+    ]
     warnings = report.warnings()
     return Suite(
         "fencepost conform",
@@ -358,7 +490,7 @@ def save_regression(path: Path, failure: Failure, sut: str) -> Path:
 MAX_REGRESSION_BYTES = 16 << 20
 
 
-def _read_bounded(path: Path) -> str:
+def read_regression_text(path: Path) -> str:
     """The file's text, refusing more than :data:`MAX_REGRESSION_BYTES` (``/dev/zero``)."""
     try:
         with open_regular(path) as handle:
@@ -379,7 +511,7 @@ def _read_bounded(path: Path) -> str:
         raise RegressionError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
-def _problem(exc: MessageError) -> str:
+def regression_problem(exc: MessageError) -> str:
     """The one JSON-lines reader's refusal, without its ``line`` prefix."""
     if exc.field == "line":
         return exc.problem
@@ -402,7 +534,7 @@ def load_regression(path: Path) -> Regression:
     names an unknown one could never run, and a replay that skipped it would pass
     a known-buggy SUT.
     """
-    text = _read_bounded(path)
+    text = read_regression_text(path)
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
         raise RegressionError(f"{path}: empty; a regression file starts with its header line")
@@ -411,7 +543,7 @@ def load_regression(path: Path) -> Regression:
         try:
             obj = decode_line(line)
         except MessageError as exc:
-            raise RegressionError(f"{path}:{number}: {_problem(exc)}") from None
+            raise RegressionError(f"{path}:{number}: {regression_problem(exc)}") from None
         objects.append((number, obj))
     first, header = objects[0]
     if header.get("fencepost_regression") != REGRESSION_VERSION:

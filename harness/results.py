@@ -66,6 +66,10 @@ class RunResult:
     stderr: dict[str, str] = field(default_factory=dict)
     #: The situations of docs/procedure.md the run exercised (harness/coverage.py).
     situations: frozenset[Situation] = frozenset()
+    #: The wrong answers this run would have caught (harness/power.py).
+    caught: frozenset[str] = frozenset()
+    #: The value classes this run's world drew from (harness/classes.py).
+    classes: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:

@@ -2,7 +2,10 @@
 
 Every failure the harness reports names one :class:`Rule`. Properties are
 statements about durable state and ground truth that must hold after every
-step; protocol rules are about the messages themselves. :data:`PRIORITY` fixes
+step; protocol rules are about the messages themselves. The names, that split
+and the meanings are the vocabulary's (:mod:`fencepost.vocabulary.rules`;
+``honest_outcome`` is a protocol rule); tests/vocabulary/test_totality.py checks
+:class:`Rule` spells exactly them, in report order. :data:`PRIORITY` fixes
 which rule is reported first when one step breaks several (the most serious
 first: a false published claim outranks a malformed message).
 """
@@ -12,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from fencepost.judge.properties import MEANING
-from fencepost.judge.rows import ROW_MEANING
+from fencepost.vocabulary.rules import PROPERTIES, ROW_PROPERTIES, RULES
 
 
 class Rule(Enum):
@@ -70,67 +72,12 @@ class Rule(Enum):
         return MEANINGS[self]
 
 
-_PROPERTIES = frozenset(
-    {
-        Rule.SOUNDNESS,
-        Rule.NO_RELABELING,
-        Rule.CERTIFIED_SUPPORT,
-        Rule.MONOTONE_PUBLICATION,
-        Rule.EPOCH_FENCE,
-        Rule.CHECKPOINT_TRUTH,
-        Rule.CHECKPOINT_MONOTONICITY,
-        Rule.LOST_RESPONSE_HONESTY,
-    }
-)
+_PROPERTIES = frozenset(Rule(name) for name in PROPERTIES)
 
-_ROW_PROPERTIES = frozenset({Rule.NO_LOST_ROWS, Rule.HONEST_COVERAGE, Rule.EXACTLY_ONCE})
+_ROW_PROPERTIES = frozenset(Rule(name) for name in ROW_PROPERTIES)
 
-MEANINGS: dict[Rule, str] = {
-    # The judge's properties mean what the judge says they mean (one text, one place).
-    **{Rule(prop.value): text for prop, text in MEANING.items()},
-    **{Rule(prop.value): text for prop, text in ROW_MEANING.items()},
-    Rule.ALGEBRA_COMPARE: "compare_ok disagrees with the downset order of the two cuts",
-    Rule.ALGEBRA_MERGE: (
-        "merge_ok disagrees with the merge of docs/semantics.md section 4: a different claim, or a "
-        "different withheld reason (reasons are checked in the documented order)"
-    ),
-    Rule.OP_ID_REUSE: (
-        "a write carries an op_id already used by another attempt: writer attribution breaks"
-    ),
-    Rule.OPAQUE_TOKEN: (
-        "fetch_page named a token the provider never issued for this partition and epoch"
-    ),
-    Rule.QUERY_GRANULARITY: (
-        "a sync query bound names a value the source cannot express (not a multiple of its "
-        "granularity), as an API refuses a timestamp finer than it takes"
-    ),
-    Rule.QUERY_TOKEN: (
-        "a sync query continues with a token the source never issued, or one issued for another "
-        "query (another partition or other bounds)"
-    ),
-    Rule.INVENTED_ROW: "a commit names a row id the source never returned to any query",
-    Rule.CALL_PAIRING: (
-        "a message does not belong where it arrived: a reply with the wrong id, a call of "
-        "another level, another stream or partition, or an unsolicited message"
-    ),
-    Rule.MESSAGE_SCHEMA: (
-        "a message is not well formed: not JSON, an unknown or missing field, a wrong type"
-    ),
-    Rule.ERROR_HANDLING: (
-        "the SUT did not answer an unparsable message with an error message and keep running"
-    ),
-    Rule.SUT_ERROR: "the SUT answered a well-formed message with an error",
-    Rule.RUNAWAY: "one request made more store or provider calls than the harness allows",
-    Rule.HANDSHAKE: "the SUT did not answer hello with hello_ok for protocol 1",
-    Rule.LINE_TOO_LONG: "the SUT wrote a line longer than the protocol's line limit",
-    Rule.SUT_HANG: "the SUT did not answer within the per-call time limit",
-    Rule.SUT_CRASH: "the SUT process exited or closed its output while an answer was due",
-    Rule.SHUTDOWN: "the SUT did not exit with status 0 after shutdown",
-    Rule.RESET: (
-        "a SUT that declared the reset capability did not answer reset with reset_ok, or "
-        "behaved differently after a reset than a freshly started process"
-    ),
-}
+#: What breaking each rule means: the vocabulary's text (one text, one place).
+MEANINGS: dict[Rule, str] = {rule: RULES[rule.value] for rule in Rule}
 
 #: Report order when one step breaks several rules.
 PRIORITY: tuple[Rule, ...] = tuple(Rule)

@@ -23,8 +23,10 @@ from fencepost.harness.checks import (
     judge_checkpoint_write,
     judge_state,
 )
+from fencepost.harness.classes import world_classes
 from fencepost.harness.coverage import Seen, Situation, order_situation
 from fencepost.harness.pool import SutPool
+from fencepost.harness.power import Caught
 from fencepost.harness.protocol import (
     PROTOCOL_VERSION,
     HelloOk,
@@ -45,6 +47,7 @@ from fencepost.harness.results import (
 )
 from fencepost.harness.rules import Rule, SutFailure, Violation
 from fencepost.harness.schedule import (
+    CONFLICT_UNTIL_END,
     LOSSES,
     LOST_UNTIL_END,
     MODES,
@@ -69,7 +72,7 @@ from fencepost.inputs.jsonlines import (
 )
 from fencepost.judge.cuts import covers
 from fencepost.judge.decide import AttemptLog
-from fencepost.judge.values import Checkpoint, Claim, Coordinate
+from fencepost.judge.values import Checkpoint, Claim, Coordinate, Record
 
 
 class Run(Conversation):
@@ -108,6 +111,7 @@ class Run(Conversation):
         self._stderr: dict[str, str] = {}
         self._finished: RunResult | None = None
         self.seen = Seen()
+        self.caught = Caught()
         self._cuts: set[tuple[str, Coordinate]] = set()
         self.seen.add(order_situation(setup.order))
         if any(
@@ -284,6 +288,8 @@ class Run(Conversation):
                 return False
             if action.mode == LOST_UNTIL_END:
                 return True
+            if action.mode == CONFLICT_UNTIL_END:
+                return worker.role == "publisher"
             if action.mode not in MODES[worker.pending.op]:
                 return False
             # A scripted provider answers with its script: the page shapes do not apply.
@@ -379,6 +385,8 @@ class Run(Conversation):
             return self._start_ingest(self.workers[action.worker], action.partition)
         if isinstance(action, Answer) and action.mode == LOST_UNTIL_END:
             return self._lose_until_end(self.workers[action.worker])
+        if isinstance(action, Answer) and action.mode == CONFLICT_UNTIL_END:
+            return self._conflict_until_end(self.workers[action.worker])
         if isinstance(action, Answer):
             return self._answer(self.workers[action.worker], action.mode)
         if isinstance(action, Crash):
@@ -451,6 +459,23 @@ class Run(Conversation):
             lost += 1
         return f"{worker.name}: {lost} call(s) in a row lost, not applied; {said}"
 
+    def _conflict_until_end(self, worker: _Worker) -> str:
+        """Make every write of the worker's attempt conflict until the attempt ends: before
+        each write is answered, another writer rewrites the record's own claim at the next
+        revision (a true, sound, monotone write), so the write's expected revision is stale."""
+        request = worker.request
+        beaten = 0
+        said = ""
+        while worker.pending is not None and worker.request is request and not self.stopped:
+            if worker.pending.op == "write_publication":
+                record = self.world.record
+                beaten += 1
+                self.world.record = Record(
+                    record.epoch, record.cut, record.revision + 1, f"other-{beaten}"
+                )
+            said = self._answer(worker, "ok")
+        return f"{worker.name}: {beaten} write(s) in a row beaten by another writer; {said}"
+
     def _certify(self, action: Certify) -> str:
         world = self.world
         key = (world.epoch, action.partition)
@@ -488,6 +513,8 @@ class Run(Conversation):
         worker.pending = None
         worker.incarnation += 1
         worker.restarted = True
+        worker.own = None
+        worker.attempts = 0
         self._greet(worker)
         return f"{worker.name} crashes {doing}; restarted as {worker.wire_name}"
 
@@ -504,8 +531,12 @@ class Run(Conversation):
             for w in self.workers.values()
         ):
             self.seen.add(Situation.PUBLISHERS_RACING)
+        worker.attempts += 1
         request = _Request(
-            "publish", self._next_request_id(), attempt=AttemptLog(self.setup.policy)
+            "publish",
+            self._next_request_id(),
+            attempt=AttemptLog(self.setup.policy),
+            number=worker.attempts,
         )
         worker.request = request
         self._send(
@@ -529,7 +560,7 @@ class Run(Conversation):
                 partition,
                 self.setup.scope,
                 request.epoch,
-                self.world.order,
+                self.world.order_of(request.epoch, partition),
             ),
         )
         return (
@@ -585,6 +616,8 @@ class Run(Conversation):
             checkpoints=tuple(s.checkpoint for _, s in sorted(self.world.checkpoints.items())),
             stderr=dict(self._stderr),
             situations=frozenset(self.seen.situations),
+            caught=frozenset(self.caught.names),
+            classes=world_classes(self.setup),
         )
         return self._finished
 

@@ -157,9 +157,19 @@ LOSSES = frozenset({"lost", "applied_lost"})
 #: ``runaway`` at the harness's limit of calls per request: retries are bounded
 #: (docs/semantics.md section 5).
 LOST_UNTIL_END = "lost_until_end"
+#: Another mode of its own (publication attempts only): every write of the request
+#: conflicts until the request ends, because another writer rewrites the record's claim
+#: (same epoch and cut, next revision) right before each write arrives; every other call
+#: is answered normally. Like :data:`LOST_UNTIL_END`, a fault that outlasts any retry
+#: budget: the attempt must give up honestly (docs/conformance.md, "How the search works").
+CONFLICT_UNTIL_END = "conflict_until_end"
+#: The modes that persist until the request ends.
+UNTIL_END = frozenset({LOST_UNTIL_END, CONFLICT_UNTIL_END})
 
 _MODE_WORDS = {
     LOST_UNTIL_END: "and every later call of its request lost, until the request ends",
+    CONFLICT_UNTIL_END: "and every write of its request beaten by another writer, until "
+    "the request ends",
     "ok": "answered",
     "lost": "response lost (not applied)",
     "applied_lost": "applied, then its response lost",
@@ -266,7 +276,7 @@ _SHAPES: dict[str, tuple[str, ...]] = {
     "crash": ("worker",),
 }
 
-_ALL_MODES = frozenset({LOST_UNTIL_END, *(m for modes in MODES.values() for m in modes)})
+_ALL_MODES = frozenset({*UNTIL_END, *(m for modes in MODES.values() for m in modes)})
 
 
 def action_from_json(data: object, where: str = "step") -> Action:

@@ -1,7 +1,8 @@
 """Seeds: every case the harness runs is named by one integer, and the integer alone reproduces it.
 
-- a non-negative seed is a *random* case; ``seed % 4`` picks the family
-  (:data:`FAMILIES`: algebra, publisher, checkpointer, composed), and a
+- a non-negative seed is a *random* case; ``seed % len(FAMILIES)`` picks the
+  family (:data:`FAMILIES`, the vocabulary's: algebra, publisher, checkpointer,
+  composed), and a
   ``random.Random(seed)`` draws the world and every step
   (:mod:`fencepost.harness.randomized`);
 - a negative seed is an *exhaustive* case: a scripted base
@@ -18,14 +19,9 @@ import random
 from dataclasses import dataclass
 
 from fencepost.harness.bases import BASE_NAMES, BASES
+from fencepost.vocabulary.conformance import FAMILIES as FAMILIES
+from fencepost.vocabulary.conformance import FAMILY_LEVELS as FAMILY_LEVELS
 
-FAMILIES: tuple[str, ...] = ("algebra", "publisher", "checkpointer", "composed")
-FAMILY_LEVELS: dict[str, frozenset[str]] = {
-    "algebra": frozenset({"algebra"}),
-    "publisher": frozenset({"publisher"}),
-    "checkpointer": frozenset({"checkpointer"}),
-    "composed": frozenset({"publisher", "checkpointer"}),
-}
 #: Lost responses one request may get in a random schedule (more only makes it give up).
 FAULT_BUDGET = 2
 #: Misconfigurations per random run.
@@ -86,9 +82,9 @@ def family_of(seed: int) -> str:
     """The family a seed's case belongs to."""
     if seed < 0:
         return ExhaustiveCase.from_seed(seed).family
-    return FAMILIES[seed % 4]
+    return FAMILIES[seed % len(FAMILIES)]
 
 
 def seed_for(rng: random.Random, family: str) -> int:
     """A fresh random seed of ``family``."""
-    return rng.getrandbits(40) * 4 + FAMILIES.index(family)
+    return rng.getrandbits(40) * len(FAMILIES) + FAMILIES.index(family)

@@ -24,8 +24,16 @@ from fencepost.harness.checks import (
     judge_ingest_ok,
     judge_publication_write,
     judge_publish_ok,
+    judge_state,
 )
 from fencepost.harness.coverage import Seen, Situation
+from fencepost.harness.power import (
+    Caught,
+    View,
+    WriteJudge,
+    outcome_caught,
+    view_caught,
+)
 from fencepost.harness.protocol import (
     CHECKPOINTER_OPS,
     PUBLISHER_OPS,
@@ -64,9 +72,9 @@ from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
 )
-from fencepost.judge.decide import AttemptLog, WriteAnswer
-from fencepost.judge.properties import show
-from fencepost.judge.values import Page, Record
+from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer
+from fencepost.judge.properties import judge_ingest_report, show
+from fencepost.judge.values import BadValue, Checkpoint, Coordinate, Cut, Finality, Page, Record
 
 #: Calls one request may make before the harness calls it a runaway.
 MAX_CALLS_PER_REQUEST = 500
@@ -88,6 +96,13 @@ class _Request:
     #: After a lost publication write: (applied, the revision it left, the epoch then).
     lost_write: tuple[bool, int, int] | None = None
     lost_checkpoint_write: bool = False
+    #: The attempt's number within its worker's process (1 for its first).
+    number: int = 0
+    #: An ingest pass's greatest event position served, latest non-final claim, and the
+    #: cut of its latest checkpoint write (what its wrong answers are made of).
+    greatest: Coordinate | None = None
+    nonfinal: Cut | None = None
+    attempted: Cut | None = None
 
 
 @dataclass
@@ -102,6 +117,11 @@ class _Worker:
     ended: RequestEnd | None = None
     #: Restarted after a crash and not yet asked to do anything since.
     restarted: bool = False
+    #: This process's last acknowledged publication write (epoch, cut) and its attempts.
+    own: tuple[int, Cut] | None = None
+    attempts: int = 0
+    #: The op_id each (incarnation, attempt number) of this worker wrote with first.
+    op_ids: dict[tuple[int, int], str] = field(default_factory=dict)
 
     @property
     def wire_name(self) -> str:
@@ -126,6 +146,7 @@ class Conversation:
     _next_id: int
     _stderr: dict[str, str]
     seen: Seen
+    caught: Caught
 
     def _note(self, worker: str, direction: str, text: str) -> None:
         if direction != "**":
@@ -346,6 +367,7 @@ class Conversation:
             )
         world.op_ids[payload.op_id] = (worker.name, request.id)
         current = world.record
+        self._weigh_write(worker, request, log, payload.op_id, current)
         matches = payload.expected_revision == current.revision
         applied = matches and mode != "lost"
         proposal = show(payload.epoch, cut)
@@ -364,6 +386,12 @@ class Conversation:
             self._fault(request)
         if answer is WriteAnswer.CONFLICT:
             self.seen.add(Situation.CONFLICT)
+            # Had the attempt written its old cut again on the revision the conflict shows.
+            self.caught.add(
+                "stale_cut_after_conflict", self._write_judge(current)(payload.epoch, cut)
+            )
+        if answer is WriteAnswer.APPLIED:
+            worker.own = (payload.epoch, cut)
         log.wrote(payload.op_id, payload.epoch, cut, answer)
         if mode != "ok":
             self._reply(worker, reply_timeout(call.call_id))
@@ -383,6 +411,45 @@ class Conversation:
             f"(record is rev {current.revision} {show(current.epoch, current.cut)})"
         )
 
+    def _write_judge(self, old: Record) -> WriteJudge:
+        """Would the judge reject a write of (epoch, cut) over ``old``, on the world now?"""
+
+        def judge(epoch: int, cut: Cut) -> bool:
+            new = Record(epoch, cut, old.revision + 1, "counterfactual")
+            try:
+                found = judge_publication_write(self.world, old, new, self.setup.policy)
+                return bool(found or judge_state(self.world, new))
+            except (BadValue, ValueError):
+                return False
+
+        return judge
+
+    def _view(self, worker: _Worker, log: AttemptLog) -> View:
+        return View(log, self.world.order, self.setup.policy, worker.own)
+
+    def _weigh_write(
+        self, worker: _Worker, request: _Request, log: AttemptLog, op_id: str, current: Record
+    ) -> None:
+        """The wrong answers this write's decision and op_id would have been caught on."""
+        if log.shown:
+            self.caught.names |= view_caught(
+                self._view(worker, log), self._write_judge(log.shown[-1].record)
+            )
+        key = (worker.incarnation, request.number)
+        worker.op_ids.setdefault(key, op_id)
+        earlier = [
+            used
+            for (incarnation, number), used in worker.op_ids.items()
+            if incarnation < worker.incarnation and number == request.number
+        ]
+        self.caught.add("restart_reuses_op_ids", any(used != op_id for used in earlier))
+        mine = [
+            used
+            for (incarnation, number), used in worker.op_ids.items()
+            if incarnation == worker.incarnation and number < request.number
+        ]
+        self.caught.add("op_id_per_process", any(used != op_id for used in mine))
+
     def _fault(self, request: _Request) -> None:
         request.faults += 1
         if request.faults > 2:
@@ -394,6 +461,14 @@ class Conversation:
             return
         applied, revision, epoch = request.lost_write
         request.lost_write = None
+        log = request.attempt
+        if log is not None and log.writes and self.world.record.epoch > log.writes[-1].epoch:
+            lost = log.writes[-1]
+            # Had the attempt kept its old membership and retried in the old epoch.
+            self.caught.add(
+                "old_epoch_after_fence",
+                self._write_judge(self.world.record)(lost.epoch, lost.cut),
+            )
         advanced = self.world.record.revision != revision
         self.seen.add(
             {
@@ -468,6 +543,12 @@ class Conversation:
         return self._answer_write_checkpoint(worker, call, payload, key, mode)
 
     def _saw_page(self, request: _Request, page: Page) -> None:
+        order = self.world.order
+        for ev in page.events:
+            if request.greatest is None or order.compare(ev.at, request.greatest) > 0:
+                request.greatest = ev.at
+        if page.claim is not None and not page.claim.final:
+            request.nonfinal = page.claim.cut
         if not page.events:
             self.seen.add(Situation.EMPTY_PAGE)
             if page.claim is not None and page.claim.final:
@@ -516,6 +597,9 @@ class Conversation:
                 self._fault(request)
         if mode == "ok" and not applied:
             self.seen.add(Situation.STALE_CHECKPOINT_RETRY)
+        if request is not None:
+            request.attempted = checkpoint.cut
+            self._weigh_certify(request, key, checkpoint, current, entry, applied, mode)
         if applied:
             stored = world.store_checkpoint(key, checkpoint)
             self._violate(
@@ -544,6 +628,65 @@ class Conversation:
             f"(stored: {held})"
         )
 
+    def _weigh_certify(
+        self,
+        request: _Request,
+        key: tuple[int, str],
+        checkpoint: Checkpoint,
+        current: Checkpoint | None,
+        entry: object,
+        applied: bool,
+        mode: str,
+    ) -> None:
+        """The certify mistakes the judge would have caught on this checkpoint write."""
+        world = self.world
+        injected = bool(getattr(entry, "injected", False))
+
+        def rejected(cut: Cut) -> bool:
+            if cut == checkpoint.cut:
+                return False
+            generation = 1 if current is None else current.generation + 1
+            wrong = Checkpoint(
+                checkpoint.partition,
+                cut,
+                checkpoint.token,
+                generation,
+                checkpoint.scope,
+                checkpoint.epoch,
+                checkpoint.finality,
+            )
+            try:
+                return bool(judge_checkpoint_write(world, key, current, injected, wrong))
+            except (BadValue, ValueError):
+                return False
+
+        if request.greatest is not None:
+            self.caught.add("certify_greatest_seen", rejected(Cut.through(request.greatest)))
+        if request.nonfinal is not None:
+            self.caught.add("certify_nonfinal_claim", rejected(request.nonfinal))
+        at = checkpoint.cut.at
+        if checkpoint.cut.endpoint.value == "through" and not world.order.successor:
+            assert at is not None
+            bumped = at + 1 if isinstance(at, int) else at + "\x00"
+            self.caught.add("certify_successor", rejected(Cut.before(bumped)))
+        if not applied and mode == "ok" and current is not None and current.generation > 0:
+            # Had the pass written its cut on top of the checkpoint that beat it.
+            previous = current
+            wrong = Checkpoint(
+                checkpoint.partition,
+                checkpoint.cut,
+                checkpoint.token,
+                previous.generation + 1,
+                checkpoint.scope,
+                checkpoint.epoch,
+                checkpoint.finality,
+            )
+            try:
+                found = judge_checkpoint_write(world, key, previous, injected, wrong)
+            except (BadValue, ValueError):
+                found = []
+            self.caught.add("overwrite_after_conflict", bool(found))
+
     # --- ends of requests ----------------------------------------------------------------
 
     def _finish_publish(self, worker: _Worker, request: _Request, reply: PublishOk) -> str:
@@ -553,6 +696,13 @@ class Conversation:
             raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), worker.name) from None
         assert request.attempt is not None
         self._violate(judge_publish_ok(self.world.order, request.attempt, reply), worker.name)
+        log = request.attempt
+        reported = Reported(reply.outcome, reply.epoch, reply.cut, reply.reason)
+        self.caught.names |= outcome_caught(self.world.order, log, reported)
+        if reply.outcome in ("unchanged", "withheld") and log.shown:
+            self.caught.names |= view_caught(
+                self._view(worker, log), self._write_judge(log.shown[-1].record)
+            )
         self.seen.add(Situation(f"outcome_{reply.outcome}"))
         if reply.reason is not None:
             self.seen.add(Situation(f"withheld_{reply.reason}"))
@@ -568,6 +718,36 @@ class Conversation:
         reason = f" {reply.reason}" if reply.reason else ""
         return f"it ends: {reply.outcome}{reason} {show(reply.epoch, reply.cut)}"
 
+    def _weigh_nonfinal(self, request: _Request, key: tuple[int, str]) -> None:
+        """At the end of a pass that saw a non-final claim: had the program certified that
+        claim (instead of whatever it did, a write or none), would the judge have refused
+        the write? A program that writes only on pages with final claims never writes
+        after the last non-final one, so this is weighed where the pass decides, its end,
+        not only at its writes. Costs one judge call per such pass."""
+        assert request.nonfinal is not None
+        entry = self.world.checkpoints.get(key)
+        current = None if entry is None else entry.checkpoint
+        if current is not None and current.cut == request.nonfinal:
+            return
+        wrong = Checkpoint(
+            key[1],
+            request.nonfinal,
+            None,
+            1 if current is None else current.generation + 1,
+            self.world.setup.scope,
+            key[0],
+            Finality.FINAL,
+        )
+        try:
+            caught = bool(
+                judge_checkpoint_write(
+                    self.world, key, current, bool(entry and entry.injected), wrong
+                )
+            )
+        except (BadValue, ValueError):
+            caught = False
+        self.caught.add("certify_nonfinal_claim", caught)
+
     def _finish_ingest(self, worker: _Worker, request: _Request, reply: IngestOk) -> str:
         try:
             reply.cut.validated(self.world.order, "ingest_ok.cut")
@@ -576,6 +756,19 @@ class Conversation:
         self._violate(
             judge_ingest_ok(self.world, (request.epoch, request.partition), reply), worker.name
         )
+        key = (request.epoch, request.partition)
+        if request.attempted is not None:
+            stored = self.world.stored(*key)
+            holds = stored.cut if stored is not None else Cut.nothing()
+            try:
+                wrong = judge_ingest_report(
+                    self.world.order, key[0], key[1], request.attempted, holds
+                )
+            except BadValue:
+                wrong = []
+            self.caught.add("report_unstored", bool(wrong))
+        if request.nonfinal is not None:
+            self._weigh_nonfinal(request, key)
         worker.ended = RequestEnd(
             worker.name, "ingest", request.id, "ingest_ok", None, None, reply.cut
         )

@@ -79,6 +79,11 @@ class PartitionSetup:
     at the start (None: all of them). Once every event is final the source
     vouches for the whole log: ``before end`` when ``end`` is given (a
     heartbeat past the last event), else ``through`` the last event.
+
+    ``order`` names this partition's order when it is not the world's: the same
+    kind and successor under another name, so the membership carries two orders
+    that cannot be compared (docs/semantics.md section 1) and the merge must
+    withhold ``incomparable``. None: the world's order.
     """
 
     name: str
@@ -86,6 +91,7 @@ class PartitionSetup:
     final: int | None = None
     claims: ClaimStyle = ClaimStyle.THROUGH
     end: Coordinate | None = None
+    order: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +153,7 @@ class WorldSetup:
                             "final": p.final,
                             "claims": p.claims.value,
                             "end": p.end,
+                            **({} if p.order is None else {"order": p.order}),
                         }
                         for p in e.partitions
                     ],
@@ -191,7 +198,7 @@ class WorldSetup:
             for j, raw_p in enumerate(_list(e_obj.get("partitions"), f"{ew}.partitions")):
                 pw = f"{ew}.partitions[{j}]"
                 p_obj = _obj(raw_p, pw)
-                _known(p_obj, {"name", "events", "final", "claims", "end"}, pw)
+                _known(p_obj, {"name", "events", "final", "claims", "end", "order"}, pw)
                 events = []
                 for k, raw_ev in enumerate(_list(p_obj.get("events", []), f"{pw}.events")):
                     if not isinstance(raw_ev, list) or len(raw_ev) != 2:
@@ -207,6 +214,7 @@ class WorldSetup:
                         final=p_obj.get("final"),  # type: ignore[arg-type]
                         claims=ClaimStyle(claims),
                         end=p_obj.get("end"),  # type: ignore[arg-type]
+                        order=p_obj.get("order"),  # type: ignore[arg-type]
                     )
                 )
             epochs.append(EpochSetup(e_obj.get("epoch"), tuple(parts)))  # type: ignore[arg-type]
@@ -290,6 +298,11 @@ def _validate(setup: WorldSetup) -> None:
             if name in seen:
                 raise SetupError(f"{pw}.name: partition {name!r} appears twice")
             seen.add(name)
+            if part.order is not None and (_name(part.order, f"{pw}.order") == setup.order.name):
+                raise SetupError(
+                    f"{pw}.order: {part.order!r} is the world's order; name another order "
+                    "(or leave it out)"
+                )
             ids = [ev.id for ev in part.events]
             if len(set(ids)) != len(ids):
                 raise SetupError(f"{pw}.events: an event id appears twice in one partition")
@@ -485,12 +498,25 @@ class World:
 
     def membership_of(self, index: int) -> Membership:
         epoch = self.setup.epochs[index]
+        orders = {self.order.name: self.order}
+        for p in epoch.partitions:
+            if p.order is not None:
+                orders[p.order] = dataclasses.replace(self.order, name=p.order)
         return Membership(
             epoch=epoch.epoch,
             scope=self.setup.scope,
-            partitions={p.name: self.order.name for p in epoch.partitions},
-            orders={self.order.name: self.order},
+            partitions={p.name: p.order or self.order.name for p in epoch.partitions},
+            orders=orders,
         )
+
+    def order_of(self, epoch: int, partition: str) -> Order:
+        """The order of ``partition`` in ``epoch`` (the world's unless the setup names another)."""
+        for e in self.setup.epochs:
+            if e.epoch == epoch:
+                for p in e.partitions:
+                    if p.name == partition and p.order is not None:
+                        return dataclasses.replace(self.order, name=p.order)
+        return self.order
 
     def members(self) -> list[str]:
         return sorted(self.membership.partitions)

@@ -1,4 +1,4 @@
-"""The worlds ``fencepost conform`` can put an implementation in: the one home of this set.
+"""The worlds ``fencepost conform`` can put an implementation in (the vocabulary names them).
 
 - ``frontier`` (the default): the world of docs/conformance-protocol.md's first
   three levels: providers whose pages carry final claims, stores of
@@ -15,37 +15,20 @@ Each world lists the levels it tests. Cost: nothing (constants).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-from fencepost.harness.protocol import LEVELS, SYNC_LEVEL
 from fencepost.harness.transport import DEFAULT_STARTUP
+from fencepost.vocabulary.conformance import WORLDS as VOCABULARY_WORLDS
+from fencepost.vocabulary.conformance import WorldName
 
+#: One world: its name on the command line, the levels it tests, and what it is.
+WorldInfo = WorldName
 
-@dataclass(frozen=True, slots=True)
-class WorldInfo:
-    """One world: its name on the command line, the levels it tests, and what it is."""
-
-    name: str
-    levels: tuple[str, ...]
-    summary: str
-
+#: The worlds, by the name ``--world`` takes: the vocabulary's (one home of the names).
+WORLDS: Mapping[str, WorldInfo] = VOCABULARY_WORLDS
 
 FRONTIER = "frontier"
 LATE_COMMITS = "late-commits"
-
-#: The worlds, by the name ``--world`` takes.
-WORLDS: dict[str, WorldInfo] = {
-    FRONTIER: WorldInfo(
-        FRONTIER,
-        LEVELS,
-        "providers making final claims, checkpoints and a published frontier",
-    ),
-    LATE_COMMITS: WorldInfo(
-        LATE_COMMITS,
-        (SYNC_LEVEL,),
-        "a table whose writers commit out of cursor order within a declared bound",
-    ),
-}
 
 DEFAULT_WORLD = FRONTIER
 

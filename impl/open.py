@@ -1,8 +1,12 @@
 """Open a store from one string: a file path, ``sqlite:PATH``, ``memory:``, or a URL.
 
-The CLI's ``--db`` and library users go through :func:`open_store`, so adding a
-backend means registering an opener for its URL scheme in :data:`OPENERS`
-(``OPENERS["postgresql"] = open_postgres``); nothing else changes.
+The CLI's ``--db`` and library users go through :func:`open_store`. Opening is
+the one thing this module does for a backend: adding one means naming it in the
+vocabulary (:data:`fencepost.vocabulary.STORE_BACKENDS`, with its URL schemes)
+and its opener in :data:`OPENERS_BY_BACKEND`; the store itself, its contract-suite
+entry and its refinement backend move with it (docs/changing.md, "A new store
+backend", lists every file; tests/vocabulary/test_totality.py fails until each
+has it).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.stores import Store, StoreOpenError
+from fencepost.vocabulary.backends import STORE_BACKENDS
 
 
 def _open_memory(location: str) -> Store:
@@ -44,12 +49,20 @@ def _open_postgres(location: str) -> Store:
     return open_postgres(location)
 
 
-#: URL scheme -> opener. A string without a known ``scheme:`` prefix is a SQLite path.
-OPENERS: dict[str, Callable[[str], Store]] = {
+#: backend name (a key of the vocabulary's STORE_BACKENDS) -> its opener.
+OPENERS_BY_BACKEND: dict[str, Callable[[str], Store]] = {
     "memory": _open_memory,
     "sqlite": _open_sqlite,
-    "postgresql": _open_postgres,
     "postgres": _open_postgres,
+}
+
+#: URL scheme -> opener, from the vocabulary's schemes of each backend. A string
+#: without a known ``scheme:`` prefix is a SQLite path.
+OPENERS: dict[str, Callable[[str], Store]] = {
+    scheme: OPENERS_BY_BACKEND[backend.name]
+    for backend in STORE_BACKENDS.values()
+    if backend.name in OPENERS_BY_BACKEND
+    for scheme in backend.schemes
 }
 
 

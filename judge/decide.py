@@ -70,7 +70,16 @@ def decide(
     """
     if membership.epoch < record.epoch:
         return Decision("withheld", WithheldReason.EPOCH_MISMATCH)
-    merged = merge(membership, checkpoints)
+    return decide_merged(record, membership, merge(membership, checkpoints), policy)
+
+
+def decide_merged(
+    record: Record, membership: Membership, merged: Cut | Withheld, policy: str
+) -> Decision:
+    """:func:`decide` given the merge's result ``merged`` (the right one, or a wrong one
+    whose consequences the harness measures: :mod:`fencepost.harness.power`)."""
+    if membership.epoch < record.epoch:
+        return Decision("withheld", WithheldReason.EPOCH_MISMATCH)
     if isinstance(merged, Withheld):
         return Decision("withheld", merged.reason)
     order = membership.order_of(sorted(membership.partitions)[0])

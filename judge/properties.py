@@ -29,17 +29,19 @@ from fencepost.judge.values import (
     Order,
     Record,
 )
+from fencepost.vocabulary.rules import PROPERTIES, PROTOCOL_RULES
 
 
 class Property(Enum):
-    """The properties that must always hold, by their one name.
+    """What the judge judges, by the vocabulary's names (:mod:`fencepost.vocabulary.rules`).
 
-    ``certified_support`` and ``honest_outcome`` make section 7 checkable from
-    outside an implementation: a published cut never exceeds what every member
-    certified (``no_relabeling`` is its endpoint-kind case), and an outcome
-    follows from what the attempt was told (``lost_response_honesty`` is its
-    lost-response case). ``ingest_report``: an ingest pass never reports more
-    than the store holds.
+    Every property of :data:`fencepost.vocabulary.PROPERTIES` (``certified_support``
+    makes section 7 checkable from outside an implementation: a published cut
+    never exceeds what every member certified; ``no_relabeling`` is its
+    endpoint-kind case), plus two *protocol rules* the judge decides from the
+    same values: ``honest_outcome`` (an outcome follows from what the attempt was
+    told; ``lost_response_honesty`` is its lost-response case) and
+    ``ingest_report`` (an ingest pass never reports more than the store holds).
     """
 
     SOUNDNESS = "soundness"
@@ -54,46 +56,10 @@ class Property(Enum):
     INGEST_REPORT = "ingest_report"
 
 
-#: What breaking each property means, in domain words (reports show it beside the name).
+#: What breaking each property means, in domain words (reports show it beside the name):
+#: the text is the vocabulary's (:mod:`fencepost.vocabulary.rules`), one text, one place.
 MEANING: Mapping[Property, str] = {
-    Property.SOUNDNESS: (
-        "the publication record (e, c) claims an event of a member of epoch e whose position "
-        "is in D(c) but which is not final or has no durable terminal outcome"
-    ),
-    Property.NO_RELABELING: (
-        "a 'through x' was published while some member had certified only 'before x': the "
-        "endpoint kind was relabeled because the coordinates matched"
-    ),
-    Property.CERTIFIED_SUPPORT: (
-        "a published cut is ahead of what some member of its epoch ever certified in a final "
-        "checkpoint of that epoch and scope (a claim nobody certified)"
-    ),
-    Property.MONOTONE_PUBLICATION: (
-        "the record's cut decreased within an epoch, or at a cutover under the monotone policy"
-    ),
-    Property.EPOCH_FENCE: "the record's epoch decreased: a claim for an older epoch was written",
-    Property.CHECKPOINT_TRUTH: (
-        "an accepted final checkpoint is not true: the provider never made a final claim "
-        "covering its cut, an event in its downset has no recorded outcome, its labels "
-        "(partition, epoch, scope) are not those of the ingest, or its token was never issued"
-    ),
-    Property.CHECKPOINT_MONOTONICITY: (
-        "a partition's stored cut decreased within one (partition, epoch) key: a late retry "
-        "overwrote a newer checkpoint"
-    ),
-    Property.LOST_RESPONSE_HONESTY: (
-        "'published' without an acknowledged write in this attempt, or 'confirmed' without a "
-        "read in this attempt, after the lost write, that showed the claim present"
-    ),
-    Property.HONEST_OUTCOME: (
-        "the attempt's outcome does not follow from what it was told: 'unchanged' while the "
-        "merge of its latest view (the latest record it was shown, by a read, a conflict or an "
-        "acknowledged write, and its latest membership and checkpoint reads) was ahead of that "
-        "record, 'withheld' with a reason other than the first documented one, 'gave_up' "
-        "without any conflict or lost response, or publish_ok's epoch/cut not those of that "
-        "record"
-    ),
-    Property.INGEST_REPORT: "ingest_ok reports a cut ahead of the checkpoint the store holds",
+    prop: PROPERTIES.get(prop.value) or PROTOCOL_RULES[prop.value] for prop in Property
 }
 
 Finding = tuple[Property, str]
@@ -189,7 +155,23 @@ def judge_publication_write(
                 f"{show(old.epoch, old.cut)} -> {show(new.epoch, new.cut)}",
             )
         )
-    if membership is not None and not new.cut.is_nothing:
+    orders = (
+        sorted({membership.partitions[p] for p in membership.partitions})
+        if membership is not None
+        else []
+    )
+    if len(orders) > 1 and not new.cut.is_nothing:
+        # docs/semantics.md section 4, reason 5: members on orders that cannot be compared
+        # have no scalar frontier at all, whatever each certified.
+        found.append(
+            (
+                Property.CERTIFIED_SUPPORT,
+                f"{who} published {show(new.epoch, new.cut)} but the members of epoch "
+                f"{new.epoch} are on incomparable orders ({', '.join(orders)}): no scalar "
+                "frontier exists (withheld incomparable)",
+            )
+        )
+    elif membership is not None and not new.cut.is_nothing:
         short: list[str] = []
         relabel = False
         for partition in sorted(membership.partitions):

@@ -39,6 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum
 
+from fencepost.vocabulary.rules import ROW_PROPERTIES
+
 
 class RowProperty(Enum):
     """The properties of the ``sync`` level, by their one name."""
@@ -48,21 +50,8 @@ class RowProperty(Enum):
     EXACTLY_ONCE = "exactly_once"
 
 
-#: What breaking each property means, in a data engineer's words.
-ROW_MEANING: Mapping[RowProperty, str] = {
-    RowProperty.NO_LOST_ROWS: (
-        "after the world quiesced and the tool ran to completion, a row of the source has no "
-        "copy in the destination: the pipeline lost it for good"
-    ),
-    RowProperty.HONEST_COVERAGE: (
-        "the tool's state claimed coverage of a row the destination did not hold when the "
-        "claim was made (a row that commits later counts): a tool resuming from that claim "
-        "never reads the row"
-    ),
-    RowProperty.EXACTLY_ONCE: (
-        "the tool declared exactly-once delivery, and the destination holds a row more than once"
-    ),
-}
+#: What breaking each property means, in a data engineer's words (the vocabulary's text).
+ROW_MEANING: Mapping[RowProperty, str] = {prop: ROW_PROPERTIES[prop.value] for prop in RowProperty}
 
 #: The order in which broken properties are reported: what a user loses first.
 ROW_PRIORITY: tuple[RowProperty, ...] = (

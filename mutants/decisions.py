@@ -58,6 +58,30 @@ def skip_missing(membership: Membership, checkpoints: Sequence[Checkpoint]) -> C
     return merge(reporting, checkpoints)
 
 
+def incomparable_scalar(
+    membership: Membership, checkpoints: Sequence[Checkpoint]
+) -> Cut | Withheld:
+    """Members on orders of different names are merged as if they shared the first
+    member's order: a scalar frontier across incomparable orders instead of withheld
+    ``incomparable`` (docs/semantics.md section 4, reason 5). Not in the catalog: the
+    conformance harness's test of the incomparable world uses it
+    (tests/harness/test_search_power.py)."""
+    return merge(_one_order(membership), checkpoints)
+
+
+def _one_order(membership: Membership) -> Membership:
+    """``membership`` with every member on its first member's order."""
+    if len(membership.order_names) < 2:
+        return membership
+    first = membership.partitions[sorted(membership.partitions)[0]]
+    return Membership(
+        membership.epoch,
+        membership.scope,
+        dict.fromkeys(membership.partitions, first),
+        {first: membership.orders[first]},
+    )
+
+
 def _bump(at: Coordinate) -> Coordinate:
     """A manufactured 'next' coordinate: +1, or the string with a NUL appended."""
     return at + 1 if isinstance(at, int) else at + "\x00"
@@ -145,6 +169,20 @@ def publisher_with(rule: MergeRule) -> type[Publisher]:
     RulePublisher.__name__ = RulePublisher.__qualname__ = f"Publisher[{rule.__name__}]"
     RulePublisher.__doc__ = f"The publisher deciding with ``{rule.__name__}``: {rule.__doc__}"
     return RulePublisher
+
+
+class IncomparableScalarPublisher(Publisher):
+    """:func:`incomparable_scalar` at the publisher level: the attempt decides as if every
+    member shared the first member's order, so it publishes a scalar frontier across
+    incomparable orders."""
+
+    def _decide(
+        self,
+        record: PublicationRecord,
+        membership: Membership,
+        checkpoints: Sequence[Checkpoint],
+    ) -> _Propose | _Stop:
+        return decide(record, _one_order(membership), checkpoints, self.policy)
 
 
 class EpochBlindPublisher(Publisher):

@@ -30,14 +30,14 @@ from fencepost.impl.publisher import Publisher
 from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, Membership
 
+# The protocol levels a variant can answer (docs/conformance-protocol.md).
+from fencepost.vocabulary.conformance import LEVELS
+
 #: The algebra level's ``compare``: -1, 0 or 1 for two cuts of one order.
 CompareRule = Callable[[Order, Cut, Cut], int]
 
 #: The algebra level's ``merge`` (and the publisher's, docs/semantics.md section 4).
 MergeRule = Callable[[Membership, Sequence[Checkpoint]], Cut | Withheld]
-
-#: The protocol levels a variant can answer (docs/conformance-protocol.md).
-LEVELS: tuple[str, ...] = ("algebra", "checkpointer", "publisher")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.stores import Store
+from fencepost.vocabulary.backends import STORE_BACKENDS
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def postgres_backend(store_factory: Callable[[], Store]) -> StoreBackend:
     return shared_backend("postgres", store_factory)
 
 
-BACKENDS = ("memory", "sqlite", "postgres")
+#: The backends the refinement check runs on: the vocabulary's (each has a branch below).
+BACKENDS: tuple[str, ...] = tuple(STORE_BACKENDS)
 
 
 @contextlib.contextmanager

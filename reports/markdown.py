@@ -2,8 +2,13 @@
 
 GitHub renders the file named by ``GITHUB_STEP_SUMMARY`` on the run's page; any
 Markdown viewer shows the same. The summary is short on purpose: the verdict,
-the facts, the tables, and per counterexample the broken property with its
-meaning, the replay command and the steps in words (the HTML page draws them).
+the facts, the failures first (an index linking to each), per counterexample the
+broken property with its meaning, the replay command and the steps in words (the
+HTML page draws them), then the tables (phases, coverage).
+
+Code spans are literal on GitHub (a backslash inside one is shown), so text in a code
+span is never backslash-escaped (:func:`code_span`): ``monotone_publication`` stays
+``monotone_publication``, not ``monotone\\_publication``.
 
 Every string is untrusted: HTML is escaped (``<`` becomes ``&lt;``), Markdown's
 own syntax is backslash-escaped, and table cells lose their line breaks and
@@ -100,9 +105,18 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     out.extend(_facts(report.facts))
+    failing = report.failing
+    if failing:
+        out += ["**Failures** (each links to its counterexample below)", ""]
+        for n, section in enumerate(failing, 1):
+            summary = f": {escape_md(section.summary)}" if section.summary else ""
+            out.append(f"{n}. [{escape_md(section.title)}](#failure-{n}){summary}")
+        out.append("")
+    for n, section in enumerate(failing, 1):
+        out.extend(_section(section, f"failure-{n}"))
     for table in report.tables:
         out.extend(_table(table))
-    for section in report.sections:
+    for section in report.others:
         out.extend(_section(section))
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -135,8 +149,10 @@ def _table(table: Table) -> list[str]:
     return out
 
 
-def _section(section: Section) -> list[str]:
-    out = [f"### {_ICON[section.status]} {escape_md(section.title)}", ""]
+def _section(section: Section, anchor: str = "") -> list[str]:
+    # GitHub keeps a named anchor (as user-content-NAME) and follows #NAME links to it.
+    out = [f'<a name="{anchor}"></a>', ""] if anchor else []
+    out += [f"### {_ICON[section.status]} {escape_md(section.title)}", ""]
     if section.summary:
         out += [escape_md(section.summary), ""]
     out.extend(_facts(section.facts))
@@ -152,7 +168,7 @@ def _timeline(timeline: Timeline) -> list[str]:
     breach = timeline.breach
     if breach is not None:
         out.append(
-            f"- **broke**: `{escape_md(breach.name).replace('`', '')}` at step {breach.step}: "
+            f"- **broke**: {code_span(breach.name)} at step {breach.step}: "
             f"{escape_md(breach.meaning)}"
         )
         out.append(f"- **what happened**: {escape_md(breach.message)}")
@@ -164,7 +180,8 @@ def _timeline(timeline: Timeline) -> list[str]:
     for step in shown:
         who = names.get(step.lane or "", "")
         mark = " \u2190 **breaks here**" if breach is not None and step.index == breach.step else ""
-        said = step.text.startswith(f"{who}:") or step.text.startswith(f"{who} ")
+        text = step.text.removeprefix("(drain) ")
+        said = text.startswith(f"{who}:") or text.startswith(f"{who} ")
         prefix = f"{escape_md(who)}: " if who and not said else ""
         out.append(f"{step.index}. {prefix}{escape_md(step.text)}{mark}")
     if len(timeline.steps) > len(shown):

@@ -200,7 +200,12 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """A whole report: one verdict, facts about the run, and its sections."""
+    """A whole report: one verdict, facts about the run, and its sections.
+
+    Renderers show it in reading order: the verdict and facts, an index of the failing
+    sections (each linking to its anchor), those sections with their timelines, then
+    the report's tables (phases, coverage), then the other sections.
+    """
 
     title: str
     status: Status
@@ -212,3 +217,17 @@ class Report:
     @property
     def timelines(self) -> tuple[Timeline, ...]:
         return tuple(t for s in self.sections for t in s.timelines)
+
+    @property
+    def failing(self) -> tuple[Section, ...]:
+        """The sections that failed (or broke), in order: what a reader must see first."""
+        return tuple(s for s in self.sections if s.status in _FAILING)
+
+    @property
+    def others(self) -> tuple[Section, ...]:
+        """The sections that did not fail, in order: shown after the report's tables."""
+        return tuple(s for s in self.sections if s.status not in _FAILING)
+
+
+#: The statuses of a section that is a failure (shown first, listed in the index).
+_FAILING = frozenset({Status.FAIL, Status.ERROR})

@@ -57,6 +57,27 @@ def column_width(steps: int) -> int:
 #: Characters that fit in one pixel of a box label (monospace 11px, roughly).
 _CHARS_PER_PIXEL = 1 / 6.8
 
+#: The widest a column grows so that its boxes' labels fit (wider drawings scroll).
+MAX_LABEL_COLUMN = 260
+
+
+def label_column(timeline: Timeline) -> int:
+    """The column width at which every box label of ``timeline`` fits whole, at most
+    :data:`MAX_LABEL_COLUMN` (a label is what a reader needs: ``read_publication``
+    cut to ``read_pu…`` names nothing). Mirrors the box geometry of :func:`_span`."""
+    last = timeline.last
+    need = 0.0
+    for span in timeline.spans:
+        pixels = len(span.label + _MARK_GLYPH.get(span.mark, "")) / _CHARS_PER_PIXEL
+        end = span.end if span.end is not None else last
+        if span.depth == 0:  # the whole columns of its first and last steps, less padding
+            need = max(need, (pixels + 10) / (end - span.start + 1))
+        elif end == span.start:  # an instant: its column
+            need = max(need, pixels + 12)
+        else:  # middle to middle
+            need = max(need, (pixels + 8) / (end - span.start))
+    return min(MAX_LABEL_COLUMN, int(need) + 1)
+
 
 def _asset(name: str) -> str:
     return files("fencepost.reports").joinpath(name).read_text(encoding="utf-8")
@@ -87,9 +108,14 @@ def render_html(report: Report) -> str:
         "</header>",
         "<main>",
     ]
-    body.extend(_table(t) for t in report.tables)
     counter = _Counter()
-    for section in report.sections:
+    failing = report.failing
+    if failing:
+        body.append(_index(failing))
+    for n, section in enumerate(failing, 1):
+        body.append(_section(section, counter, f"failure-{n}"))
+    body.extend(_table(t) for t in report.tables)
+    for section in report.others:
         body.append(_section(section, counter))
     body.append("</main>")
     body.append(
@@ -151,9 +177,31 @@ def _table(table: Table) -> str:
     )
 
 
-def _section(section: Section, counter: _Counter) -> str:
+def _index(failing: tuple[Section, ...]) -> str:
+    """The failures first: one line each, linking to its section and to its timeline.
+
+    The timelines' ids are given in page order (``t1``, ``t2``, ...), and the failing
+    sections are drawn first, so the k-th timeline of the failures is ``t<k>``.
+    """
+    items = []
+    drawn = 0
+    for n, section in enumerate(failing, 1):
+        links = f'<a href="#failure-{n}">{_e(section.title)}</a>'
+        if section.timelines:
+            links += f' (<a href="#t{drawn + 1}">timeline</a>)'
+        drawn += len(section.timelines)
+        summary = f": {_e(section.summary)}" if section.summary else ""
+        items.append(f"<li>{links}{summary}</li>")
+    return (
+        '<nav class="failures" aria-label="failures"><h2>Failures</h2>'
+        f"<ol>{''.join(items)}</ol></nav>"
+    )
+
+
+def _section(section: Section, counter: _Counter, anchor: str = "") -> str:
+    ident = f' id="{anchor}"' if anchor else ""
     out = [
-        f'<section class="part status-{section.status.value}">',
+        f'<section class="part status-{section.status.value}"{ident}>',
         f'<h2><span class="badge">{_e(section.status.value)}</span> {_e(section.title)}</h2>',
     ]
     if section.summary:
@@ -181,7 +229,7 @@ def _first(timeline: Timeline) -> int:
 def _timeline(timeline: Timeline, ident: str) -> str:
     first = _first(timeline)
     last = max(timeline.last, first)
-    col = column_width(last - first + 1)
+    col = max(column_width(last - first + 1), label_column(timeline))
     breach = timeline.breach
     selected = (
         breach.step

@@ -83,8 +83,10 @@ from fencepost.scenarios.spec import (
     Step,
     format_cut,
 )
+from fencepost.vocabulary.backends import STORE_BACKENDS
 
-BACKENDS: tuple[str, ...] = ("memory", "sqlite")
+#: The store backends the scenario runner drives (the vocabulary's ``in_scenarios``).
+BACKENDS: tuple[str, ...] = tuple(b.name for b in STORE_BACKENDS.values() if b.in_scenarios)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,13 @@ skipped with the reason. A failure reads like any pytest failure: the rule and
 what it means, what happened, the shortest schedule in domain words, and the
 command that replays it (the transcript is left to ``fencepost conform --report``).
 
+The items run only when asked (:func:`_select`): ``--fencepost-sut`` or
+``--fencepost`` on the command line, a node id naming them (``pytest
+fencepost``, ``pytest "fencepost::algebra exhaustive"``), ``-m fencepost``, or
+a run of the whole suite (no path, or the rootdir). With ``fencepost_sut`` in
+the ini file, ``pytest tests/test_x.py::one`` collects none of them, so it
+costs what it cost without the plugin. The header says which case applies.
+
 Collecting starts no process: the phases are known from the options alone, so
 ``--collect-only`` and ``-k`` cost nothing. Cost of a run: that of the phases
 selected (see docs/conformance.md).
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +48,10 @@ _DEFAULTS: dict[str, Any] = {
     "timeout": 10.0,
 }
 
+#: The node id of the conformance items' parent: ``pytest fencepost`` runs them all,
+#: ``pytest "fencepost::algebra exhaustive"`` one phase.
+NODE = "fencepost"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fencepost", "fencepost conformance (docs/pytest.md)")
@@ -47,8 +59,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fencepost-sut",
         metavar="CMD",
         default=None,
-        help="Add one test per conformance phase against the implementation CMD starts "
-        "(split like a shell command; ini: fencepost_sut).",
+        help="Run one test per conformance phase against the implementation CMD starts "
+        "(split like a shell command; ini: fencepost_sut). Given here, the phases run "
+        "whatever paths are named.",
+    )
+    group.addoption(
+        "--fencepost",
+        action="store_true",
+        default=False,
+        help="Run the conformance phases of the SUT the ini file names (fencepost_sut), "
+        "whatever paths are named.",
     )
     group.addoption(
         "--fencepost-levels",
@@ -73,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fencepost-workers",
         type=int,
         default=None,
-        help="Most SUT processes per role in random worlds (default 2).",
+        help="Most SUT processes per role in random worlds (1-8, default 2).",
     )
     group.addoption(
         "--fencepost-timeout",
@@ -82,10 +102,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Seconds the SUT gets to answer each message (default 10).",
     )
     parser.addini(
-        "fencepost_sut", "The SUT command for the conformance items (as --fencepost-sut)."
+        "fencepost_sut",
+        "The SUT command for the conformance items (as --fencepost-sut; the items run "
+        "in a run of the whole suite, or when named: pytest fencepost).",
     )
     parser.addini("fencepost_levels", "Protocol levels to test (as --fencepost-levels).")
     parser.addini("fencepost_schedules", "Random schedules (as --fencepost-schedules).")
+    parser.addini("fencepost_seed", "Base seed (as --fencepost-seed).")
+    parser.addini("fencepost_depth", "Steps inserted into each base (as --fencepost-depth).")
+    parser.addini("fencepost_workers", "Processes per role (as --fencepost-workers).")
+    parser.addini("fencepost_timeout", "Seconds per message (as --fencepost-timeout).")
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -93,41 +119,78 @@ def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(message)
 
 
-def _setting(config: pytest.Config, name: str) -> Any:
+def _setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """The value of option ``name`` and where it was given, as an error message names it.
+
+    The command line wins over the ini file; the default is named by the option.
+    """
     value = config.getoption(f"--fencepost-{name}")
-    if value is None and name in ("sut", "levels", "schedules"):
-        value = config.getini(f"fencepost_{name}") or None
-    return _DEFAULTS.get(name) if value is None else value
+    if value is not None:
+        return value, f"--fencepost-{name} {value}"
+    raw = config.getini(f"fencepost_{name}")
+    if raw not in (None, "", []):
+        text = " ".join(raw) if isinstance(raw, list) else str(raw)
+        where = f" ({config.inipath.name})" if config.inipath is not None else ""
+        return text, f"fencepost_{name} = {text}{where}"
+    return _DEFAULTS.get(name), f"--fencepost-{name} (default {_DEFAULTS.get(name)})"
+
+
+def _number(kind: type[int] | type[float], value: Any, where: str) -> Any:
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    try:
+        return kind(str(value).strip())
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise _usage(f"{where} is not {noun}") from None
 
 
 def options_from(config: pytest.Config, **overrides: Any) -> ConformOptions:
-    """The conformance options the command line and the ini file ask for."""
-    from fencepost.harness.conformance import MAX_SCHEDULES, ConformOptions, timeout_problem
+    """The conformance options the command line and the ini file ask for.
+
+    ``overrides`` (the fixture's arguments) win. A value out of range is a usage
+    error naming the option, where it was given, the value and the range.
+    """
+    from fencepost.harness.conformance import (
+        MAX_SCHEDULES,
+        TIMEOUT_RANGE,
+        ConformOptions,
+        timeout_problem,
+    )
     from fencepost.harness.protocol import LEVELS
 
-    raw = {name: _setting(config, name) for name in _DEFAULTS}
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    levels = raw["levels"]
+    given = {name: _setting(config, name) for name in _DEFAULTS}
+    for name, value in overrides.items():
+        if value is not None:
+            given[name] = (value, f"fencepost_conform({name}={value!r})")
+    levels, where = given["levels"]
     names = levels.split(",") if isinstance(levels, str) else list(levels)
     chosen = frozenset(n.strip() for n in names if n.strip())
     if not chosen or chosen - set(LEVELS):
+        unknown = ", ".join(sorted(chosen - set(LEVELS))) or "no level"
         raise _usage(
-            f"fencepost levels {', '.join(sorted(chosen - set(LEVELS))) or '(none)'}: choose "
-            f"from {', '.join(LEVELS)}, comma-separated"
+            f"{where}: {unknown} is not a level; levels must be some of "
+            f"{', '.join(LEVELS)}, comma-separated"
         )
-    try:
-        schedules, depth, workers = int(raw["schedules"]), int(raw["depth"]), int(raw["workers"])
-        timeout, seed = float(raw["timeout"]), int(raw["seed"])
-    except (TypeError, ValueError) as exc:
-        raise _usage(f"fencepost options: {exc}") from None
+    seed = _number(int, *given["seed"])
+    schedules = _number(int, *given["schedules"])
+    depth = _number(int, *given["depth"])
+    workers = _number(int, *given["workers"])
+    timeout = _number(float, *given["timeout"])
+    low, high = TIMEOUT_RANGE
     problems = [
-        f"--fencepost-timeout: {timeout_problem(timeout)}" if timeout_problem(timeout) else "",
-        "" if 0 <= schedules <= MAX_SCHEDULES else f"--fencepost-schedules: 0 to {MAX_SCHEDULES}",
-        "" if 0 <= depth <= 3 else "--fencepost-depth: 0 to 3",
-        "" if 1 <= workers <= 8 else "--fencepost-workers: 1 to 8",
+        f"{given['timeout'][1]} is out of range: timeout must be a number of seconds from "
+        f"{low:g} to {high:g} (below {low:g} s a correct SUT fails on a busy machine)"
+        if timeout_problem(timeout)
+        else "",
+        ""
+        if 0 <= schedules <= MAX_SCHEDULES
+        else f"{given['schedules'][1]} is out of range: schedules must be 0-{MAX_SCHEDULES}",
+        "" if 0 <= depth <= 3 else f"{given['depth'][1]} is out of range: depth must be 0-3",
+        "" if 1 <= workers <= 8 else f"{given['workers'][1]} is out of range: workers must be 1-8",
     ]
     if any(problems):
-        raise _usage("fencepost options: " + "; ".join(p for p in problems if p))
+        raise _usage("; ".join(p for p in problems if p))
     return ConformOptions(
         levels=chosen, seed=seed, schedules=schedules, workers=workers, timeout=timeout, depth=depth
     )
@@ -146,20 +209,164 @@ def _argv(command: str | Sequence[str]) -> tuple[str, ...]:
     return argv
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Whether this run collects the conformance items, which ones, and why (the header).
+
+    ``phases`` is None for every phase, or the phase names the node ids named.
+    """
+
+    command: str | None
+    run: bool
+    phases: frozenset[str] | None
+    why: str
+
+
+_SELECTION = pytest.StashKey[Selection]()
+
+
+def _on_command_line(config: pytest.Config) -> bool:
+    """``--fencepost-sut`` or ``--fencepost`` typed on this command line (not in addopts)."""
+    return any(
+        arg in ("--fencepost", "--fencepost-sut") or arg.startswith("--fencepost-sut=")
+        for arg in (str(a) for a in config.invocation_params.args)
+    )
+
+
+def _names_root(config: pytest.Config, arg: str) -> bool:
+    """An argument naming the rootdir or a folder above it: the whole project."""
+    if "::" in arg:
+        return False
+    path = (config.invocation_params.dir / arg).resolve()
+    root = config.rootpath.resolve()
+    return path == root or path in root.parents
+
+
+def _marker_asks(config: pytest.Config) -> bool:
+    """``-m`` keeps an item because it carries the ``fencepost`` marker (``-m fencepost``).
+
+    ``-m "not slow"`` keeps unmarked items too, so it names nothing.
+    """
+    expression = config.getoption("markexpr", default="") or ""
+    if not expression:
+        return False
+    # pytest has no public way to evaluate a -m expression; its own evaluator is used,
+    # and tests/testing/test_plugin.py ("marker") notices if a pytest release moves it.
+    from _pytest.mark.expression import Expression
+
+    def ours(name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return name == "fencepost" and not kwargs
+
+    def none(name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return False
+
+    try:
+        compiled = Expression.compile(expression)
+        return compiled.evaluate(ours) and not compiled.evaluate(none)
+    except Exception:  # a bad -m expression is pytest's to report, with its own words
+        return False
+
+
+def _select(config: pytest.Config) -> Selection:
+    """Decide, before anything is collected, whether the conformance items run.
+
+    They run when asked, and never as a side effect: a run of the whole suite
+    (``pytest`` with no path, or a path naming the rootdir), a node id naming
+    them (``fencepost``, ``fencepost::PHASE``), ``-m fencepost``, or
+    ``--fencepost``/``--fencepost-sut`` on the command line. ``pytest
+    tests/test_x.py::one`` collects none of them. The node ids are taken out
+    of the arguments (no such file exists for pytest to find).
+    """
+    command, _ = _setting(config, "sut")
+    named: set[str] = set()
+    whole = False
+    kept: list[str] = []
+    invocation = config.invocation_params.dir
+    for arg in config.args:
+        head, _, rest = str(arg).partition("::")
+        if head == NODE and not (invocation / head).exists():
+            if rest:
+                named.add(rest)
+            else:
+                whole = True
+            continue
+        kept.append(arg)
+    if named or whole:
+        config.args[:] = kept
+        if not command:
+            raise _usage(
+                f"{NODE}: the arguments name fencepost's conformance phases but no SUT is "
+                "configured; give --fencepost-sut CMD or fencepost_sut in the ini file"
+            )
+    if not command:
+        if config.getoption("--fencepost"):
+            raise _usage(
+                "--fencepost: no SUT to test; give --fencepost-sut CMD or set fencepost_sut "
+                "in the ini file"
+            )
+        return Selection(None, False, None, "")
+    phases = None if whole or not named else frozenset(named)
+    source = config.args_source
+    if _on_command_line(config):
+        why = "asked on the command line"
+    elif named or whole:
+        why = f"named ({NODE})"
+    elif _marker_asks(config):
+        why = "-m fencepost"
+    elif source == pytest.Config.ArgsSource.TESTPATHS or (
+        source == pytest.Config.ArgsSource.INVOCATION_DIR and _names_root(config, config.args[0])
+    ):
+        why = "a run of the whole suite (no path given)"
+    elif source == pytest.Config.ArgsSource.ARGS and any(_names_root(config, a) for a in kept):
+        why = "a path naming the rootdir"
+    else:
+        return Selection(
+            command,
+            False,
+            None,
+            f"not collected: the arguments name none (run them with `pytest {NODE}`, "
+            "`--fencepost`, or a run of the whole suite)",
+        )
+    return Selection(command, True, phases, f"collected: {why}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fencepost: a conformance phase run by fencepost's pytest plugin"
+    )
+    config.stash[_SELECTION] = _select(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    selection = config.stash.get(_SELECTION, None)
+    if selection is None or selection.command is None:
+        return None
+    return f"fencepost: conformance phases of {selection.command!r} {selection.why}"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    command = _setting(config, "sut")
-    if not command:
+    selection = config.stash.get(_SELECTION, None)
+    if selection is None or not selection.run or selection.command is None:
         return
     from fencepost.harness.conformance import phase_plan
 
-    argv = _argv(command)
+    argv = _argv(selection.command)
     options = options_from(config)
-    collector = Phases.from_parent(session, name="fencepost", nodeid="fencepost")
+    plan = phase_plan(options.levels, options)
+    if selection.phases is not None and selection.phases - set(plan):
+        unknown = ", ".join(f"{NODE}::{p}" for p in sorted(selection.phases - set(plan)))
+        raise _usage(
+            f"{unknown}: no such conformance phase at these options; the phases are: "
+            + "; ".join(plan)
+        )
+    collector = Phases.from_parent(session, name=NODE, nodeid=NODE)
     found: list[pytest.Item | pytest.Collector] = []
-    for phase in phase_plan(options.levels, options):
+    for phase in plan:
+        if selection.phases is not None and phase not in selection.phases:
+            continue
         item = ConformPhase.from_parent(
             collector, name=phase, phase=phase, argv=argv, options=options
         )
@@ -225,12 +432,6 @@ class ConformPhase(pytest.Item):
             None,
             f"fencepost conform [{self.phase}] -- {shlex.join(self.argv)}",
         )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "fencepost: a conformance phase run by fencepost's pytest plugin"
-    )
 
 
 def run_conformance(

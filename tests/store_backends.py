@@ -4,9 +4,10 @@ Every backend is one entry of :data:`STORE_BACKENDS`: a function that, given a
 fresh temporary folder, returns a :class:`StoreFactory`. Calling the factory
 opens a new handle on the *same* underlying store (a new connection for a
 database, the shared object for memory), so the suite can test several writers
-and, for durable backends, a close-and-reopen. To add a backend, add one entry
-here; every contract test (``tests/stores/``) then runs against it through the
-``store_factory`` and ``store`` fixtures.
+and, for durable backends, a close-and-reopen. To add a backend, name it in the
+vocabulary (:data:`fencepost.vocabulary.STORE_BACKENDS`) and add one entry here
+(docs/changing.md, "A new store backend"); every contract test (``tests/stores/``)
+then runs against it through the ``store_factory`` and ``store`` fixtures.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from fencepost.impl.memory import MemoryStore
 from fencepost.impl.sqlite import SQLiteStore
 from fencepost.impl.stores import Store
+from fencepost.vocabulary.backends import STORE_BACKENDS as VOCABULARY_BACKENDS
 
 
 @dataclass
@@ -84,7 +86,7 @@ STORE_BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {
 }
 
 #: backends whose state does not outlive the store object (no close-and-reopen).
-NOT_DURABLE = frozenset({"memory"})
+NOT_DURABLE = frozenset(name for name, b in VOCABULARY_BACKENDS.items() if not b.durable)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

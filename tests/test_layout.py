@@ -12,6 +12,8 @@ module, lazy ones included), never from a list kept by hand:
   (``judge``, ``harness``) nothing of the implementation, not even through another
   package (the transitive closure is checked);
 - the CLI (``fencepost`` itself, ``cli/``) sits on top: nothing imports it;
+- ``vocabulary`` (the names every package shares) may be imported by every package
+  and imports nothing of fencepost;
 - the checker (``explorer``) is handed the model through its public interface
   (:data:`MODEL_INTERFACE`, ``fencepost.model.spec``) alone: it imports no other
   module of the model and no name that interface does not export, and reaches
@@ -34,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: package (the part after ``fencepost.``; ``""`` is the root package) -> what it may import.
 ALLOWED: Mapping[str, frozenset[str]] = {
+    # the names every package shares (docs/changing.md): imports nothing, not even fencepost
+    "vocabulary": frozenset(),
     "model": frozenset(),
     # the checker: the model's public interface only (checker_reaches_past_the_interface)
     "explorer": frozenset({"model"}),
@@ -77,9 +81,13 @@ ALLOWED: Mapping[str, frozenset[str]] = {
             "audit",
             "adapters",
             "solver",
+            "vocabulary",
         }
     ),
 }
+
+#: What every package may import besides its own ALLOWED: the shared names.
+EVERYONE_MAY_USE = frozenset({"vocabulary"})
 
 #: The one module of the model the checker may import: the model as pure functions.
 MODEL_INTERFACE = "fencepost.model.spec"
@@ -139,6 +147,8 @@ def violations(root: Path) -> list[str]:
             reported.add(target)
             if other == "" and target in ("fencepost",) and own != "":
                 bad.append(f"{module} imports the root package {target} (the CLI sits on top)")
+            elif other in EVERYONE_MAY_USE and own != "vocabulary":
+                continue
             elif other not in ALLOWED[own]:
                 bad.append(f"{module} imports {target}: {own or 'fencepost'} may not use {other}")
             elif (
@@ -203,6 +213,8 @@ def _planted(tmp_path: Path, package: str, text: str) -> Path:
         ("impl", "from fencepost.harness import rules\n", "impl may not use harness"),
         ("harness", "from fencepost.sut.adapter import InProcessSut\n", "harness may not use sut"),
         ("impl", "import fencepost.commands.check\n", "impl may not use"),
+        ("vocabulary", "from fencepost.model import cuts\n", "vocabulary may not use model"),
+        ("vocabulary", "import fencepost.inputs\n", "vocabulary may not use inputs"),
     ],
 )
 def test_a_planted_bad_import_fails_the_check(

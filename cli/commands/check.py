@@ -46,6 +46,7 @@ from fencepost.gate import (
     Scheduler,
     default_jobs,
     junit_xml,
+    typical_seconds,
 )
 from fencepost.reports.text import printable
 from fencepost.views.output import (
@@ -153,6 +154,7 @@ def command(
     )
     out, err = consoles()
     title = f"fencepost check (backend {backend})"
+    click.echo(_welcome(names, options))
     run = GateRun()
     live = _live_table if out.is_terminal else _plain_table
     try:
@@ -183,8 +185,52 @@ def command(
         write_outputs(check_report(run, backend, shown), html, summary_md)
     verdict = "every part passed" if run.ok else "the gate FAILED"
     out.print(f"[bold]{verdict}[/]" if out.is_terminal else verdict)
+    click.echo("\n".join(_next_steps(run)))
     if not run.ok:
         raise SystemExit(1)
+
+
+#: What to run next on one's own system, after the gate on fencepost's own passed.
+NEXT_STEPS = (
+    (
+        "fencepost conform -- YOUR_CMD",
+        "test your implementation, in any language, through "
+        "the JSON-lines protocol (docs/conformance.md)",
+    ),
+    (
+        "fencepost review contract.toml",
+        "review your sources' provider contracts (docs/contracts.md)",
+    ),
+    ("fencepost audit LOG", "check the recorded history of your live system (docs/audit.md)"),
+)
+
+
+def _welcome(names: list[str], options: GateOptions) -> str:
+    """The first line: what runs and how long it usually takes (so a wait is expected)."""
+    seconds = typical_seconds(names, options)
+    rounded = max(5, round(seconds / 5.0) * 5)
+    what = "every part" if len(names) == len(PARTS) else f"{len(names)} of {len(PARTS)} parts"
+    return (
+        f"fencepost check: {what} of the gate on fencepost's own implementation "
+        f"({', '.join(names)}); usually about {rounded} s with {options.jobs} "
+        f"job{'s' if options.jobs != 1 else ''} (longer on a busy machine)"
+    )
+
+
+def _next_steps(run: GateRun) -> list[str]:
+    """The last lines: on a pass, what to run on one's own system; on a failure, how to
+    look at a failing part alone."""
+    if not run.ok:
+        failing = ",".join(r.name for r in run.results if not r.ok)
+        return [
+            "next: each failing part's details are above; run it alone with "
+            f"fencepost check --only {failing}"
+        ]
+    width = max(len(command) for command, _ in NEXT_STEPS)
+    return [
+        "next, on your own system:",
+        *(f"  {command:<{width}}  {what}" for command, what in NEXT_STEPS),
+    ]
 
 
 def _verdict(result: PartResult, styled: bool) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 import signal
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -34,6 +36,7 @@ from fencepost.harness.worlds import (
     WIRE_UNITS,
     WORLDS,
 )
+from fencepost.reports.text import printable
 from fencepost.views.output import (
     OutputError,
     check_output,
@@ -45,8 +48,9 @@ from fencepost.views.output import (
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-    from fencepost.harness.conformance import ConformOptions, ConformReport
+    from fencepost.harness.conformance import ConformOptions, ConformReport, Phase
     from fencepost.harness.late_search import LateOptions, LateReport
+    from fencepost.harness.results import TranscriptLine
     from fencepost.harness.transport import SubprocessSut
 
 
@@ -300,7 +304,7 @@ def command(
             report = replay_seed(factory, replay, options)
         else:
             with _Progress() as progress:
-                report = conform(factory, options, progress.update)
+                report = conform(factory, options, progress.update, progress.ended)
     except HarnessError as error:
         _internal_error(error, shown)
     except KeyboardInterrupt:  # before the phases began, or in a replay: nothing to report
@@ -313,6 +317,14 @@ def command(
         sys.exit(EXIT_INTERRUPTED)
     finally:
         factory.close()
+    if not report.started:
+        first = report.failures[0] if report.failures else None
+        _not_started(
+            first.violation.message if first else None,
+            first.transcript if first else (),
+            first.stderr if first else {},
+            shown,
+        )
     _emit(report, shown, as_json, junit, report_dir, save)
     if wants_report(html, summary_md):
         from fencepost.views.conform import conform_report
@@ -454,6 +466,9 @@ def _late(
         _internal_error(error, shown, options.flags())
     finally:
         factory.close()
+    if not report.started:
+        violation, transcript = report.handshake[0] if report.handshake else (None, ())
+        _not_started(violation.message if violation else None, transcript, {}, shown)
     if as_json:
         click.echo(json.dumps(late_report_json(report, shown), indent=2))
     else:
@@ -542,6 +557,7 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
         power=PowerTable.empty(),
         notes=tuple(notes),
         handshake=tuple(handshake),
+        started=hello is not None,
     )
 
 
@@ -571,6 +587,63 @@ def _internal_error(error: HarnessError, shown: str, flags: str = "") -> NoRetur
     sys.exit(EXIT_INTERNAL_ERROR)
 
 
+#: The exit status when the SUT cannot be tested at all (usage: the command after ``--``).
+EXIT_USAGE = 2
+
+
+def _not_started(
+    cause: str | None,
+    transcript: Iterable[TranscriptLine],
+    stderr: Mapping[str, str],
+    shown: str,
+) -> NoReturn:
+    """No process of the SUT answered ``hello``: say why on the first line, and exit 2.
+
+    Not a verdict (nothing was tested, so "NOT CONFORMANT" would be false) and not
+    fencepost's own error (exit 3): the command after ``--`` does not start a program that
+    speaks the protocol, which is a usage problem. The cause comes first, then what was
+    exchanged, the program's last stderr lines, and what to check.
+    """
+    cause = cause or "it never answered hello"
+    lines = [
+        f"fencepost conform: cannot test the SUT: {cause}",
+        f"  command: {shown}",
+        "  nothing was tested, so there is no verdict (exit 2: the command after -- does not",
+        "  start a program that answers hello with hello_ok; docs/conformance-protocol.md,",
+        '  "Handshake")',
+    ]
+    exchanged = [str(line) for line in transcript if line.direction != "**"]
+    if exchanged:
+        lines.append("  exchanged (-> to the SUT, <- from it):")
+        lines += [f"    {line}" for line in exchanged]
+    for tail in stderr.values():
+        if tail.strip():
+            lines.append("  its stderr, last lines:")
+            lines += [f"    | {line}" for line in tail.strip().splitlines()[-15:]]
+    lines.append(f"  check: {_startup_hint(cause)}")
+    click.echo(printable("\n".join(lines)), err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _startup_hint(cause: str) -> str:
+    """What to try, from the cause's words (the OS's, or the harness's)."""
+    if "No such file or directory" in cause:
+        return (
+            "the program's path (a relative path is read from the current folder; a bare "
+            "name is looked up on PATH), e.g. fencepost conform -- ./my-impl --conformance"
+        )
+    if "Permission denied" in cause:
+        return (
+            "that the file is executable (chmod +x), or run it through its interpreter, "
+            "e.g. fencepost conform -- python3 my_impl.py"
+        )
+    return (
+        "that the command starts your implementation in its conformance mode and that it "
+        "reads JSON lines on stdin and answers hello on stdout (run it by hand and type "
+        '{"type":"hello","protocol":1})'
+    )
+
+
 def _check_outputs(junit: Path | None, report_dir: Path | None, save: Path | None) -> None:
     """Refuse output paths that cannot be written before any run starts.
 
@@ -594,7 +667,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         ConformReport,
         Phase,
         failure_from_run,
-        handshake,
+        greet,
     )
     from fencepost.harness.report import (
         RegressionError,
@@ -607,7 +680,9 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         regression = load_regression(path)
     except RegressionError as exc:
         raise click.BadParameter(str(exc), param_hint="--replay-file") from None
-    name, declared, failure = handshake(factory, options.timeout)
+    hello, failure = greet(factory, options.timeout)
+    name = hello.name if hello is not None else ""
+    declared = hello.levels if hello is not None else ()
     messages = 0
     notes: tuple[str, ...] = ()
     if failure is None:
@@ -634,6 +709,8 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         equivalent_representations=0,
         seconds=0.0,
         notes=notes,
+        searched=False,
+        started=hello is not None,
     )
 
 
@@ -676,7 +753,13 @@ def _emit(
 
 
 class _Progress:
-    """Live progress on stderr (rich), one bar per phase."""
+    """Live progress on stderr (rich), one bar per phase.
+
+    A phase that ends is marked (``✓`` passed, ``✗ ... FAILED`` found a bug) and its clock
+    stops there: it shows how long the phase took, not how long the run has gone on. A
+    phase whose end is not announced (the late-commit world) stops its clock when the
+    next phase starts.
+    """
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -688,7 +771,7 @@ class _Progress:
             TimeElapsedColumn,
         )
 
-        console = Console(stderr=True)
+        console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -706,11 +789,33 @@ class _Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for task in self._tasks.values():
+            self._progress.stop_task(task)
         self._progress.stop()
 
     def update(self, phase: str, done: int, total: int | None) -> None:
         task = self._tasks.get(phase)
         if task is None:
-            task = self._progress.add_task(phase, total=total)
+            for earlier in self._tasks.values():  # a new phase: the earlier ones are over
+                self._progress.stop_task(earlier)
+            task = self._progress.add_task(f"  {phase}".replace("[", "\\["), total=total)
             self._tasks[phase] = task
         self._progress.update(task, completed=done, total=total)
+
+    def ended(self, phase: Phase) -> None:
+        """Mark ``phase`` passed or FAILED and stop its clock."""
+        from rich.markup import escape
+
+        task = self._tasks.get(phase.name)
+        if task is None:
+            task = self._progress.add_task("", total=1)
+            self._tasks[phase.name] = task
+        if phase.failed:
+            description = f"[bold red]\u2717 {escape(phase.name)} FAILED[/]"
+            self._progress.update(task, description=description)
+        else:
+            description = f"[green]\u2713[/] {escape(phase.name)}"
+            self._progress.update(
+                task, description=description, total=phase.runs, completed=phase.runs
+            )
+        self._progress.stop_task(task)

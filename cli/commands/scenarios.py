@@ -29,6 +29,7 @@ from fencepost.views.output import (
     write_output,
     write_outputs,
 )
+from fencepost.vocabulary.backends import STORE_BACKENDS
 
 _TARGET_CHOICES = ("model", "impl", "sut", "both", "all")
 _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold magenta"}
@@ -75,7 +76,8 @@ def _junit(results: list[object]) -> str:
 )
 @click.option(
     "--backend",
-    type=click.Choice(("memory", "sqlite")),
+    # the backends the scenario runner drives (fencepost.scenarios.impl_runner.BACKENDS)
+    type=click.Choice([b.name for b in STORE_BACKENDS.values() if b.in_scenarios]),
     default="memory",
     show_default=True,
     help="The implementation's store.",

@@ -65,7 +65,8 @@ def part_sections(result: PartResult) -> list[Section]:
             inner.facts,
             inner.tables,
         )
-        return [head, *inner.sections]
+        # the failures before the head, whose tables (phases, coverage) come after them
+        return [*inner.sections, head]
     if explored:
         inner = explore_report(Exploration(list(explored)), "fencepost explore")
         return [Section(result.name, status, result.summary, (), inner.tables), *inner.sections]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from fencepost.harness.conformance import ConformReport, Failure, describe_seed
 from fencepost.harness.coverage import Situation
+from fencepost.harness.findings import group
 from fencepost.harness.report import render_failure, replay_hint
 from fencepost.harness.results import Snapshot, StepRecord, TranscriptLine
 from fencepost.harness.schedule import (
@@ -74,7 +75,11 @@ def conform_report(report: ConformReport, command: str) -> Report:
         facts.append(Fact("problem", report.problem))
     facts += [Fact("note", n) for n in report.notes]
     facts += [Fact("warning", w) for w in report.warnings()]
-    sections = [failure_section(f, command) for f in report.failures]
+    findings = group(report.failures)
+    sections = [
+        failure_section(f.failure, command, f.also_seen, (n, len(findings)))
+        for n, f in enumerate(findings, 1)
+    ]
     return Report(
         title="fencepost conform",
         status=Status.PASS
@@ -129,22 +134,38 @@ def coverage_table(report: ConformReport) -> Table:
     )
 
 
-def failure_section(failure: Failure, command: str) -> Section:
+def failure_section(
+    failure: Failure,
+    command: str,
+    also_seen: tuple[str, ...] = (),
+    number: tuple[int, int] | None = None,
+) -> Section:
+    """One failure (a finding's shortest counterexample): its rule, replay and timeline.
+
+    ``also_seen``: the other phases that found the same bug; ``number``: (n, count) of
+    the findings, for the title.
+    """
     v = failure.violation
     kind = "docs/semantics.md section 7 property" if v.rule.is_property else "protocol rule"
     facts = [Fact("rule", f"{v.rule.value} ({kind})"), Fact("meaning", v.rule.meaning)]
+    if failure.phase:
+        facts.append(Fact("found in phase", failure.phase))
+    if also_seen:
+        facts.append(Fact("also seen in phases", "; ".join(also_seen)))
     if failure.seed is not None:
         facts.append(Fact("seed", f"{failure.seed} ({describe_seed(failure.seed)})"))
         facts.append(Fact("replay", replay_hint(failure, command), code=True))
     timelines = (failure_timeline(failure, command),) if failure.steps else ()
     title = v.rule.value + (f" in phase {failure.phase}" if failure.phase else "")
+    if number is not None:
+        title = f"finding {number[0]} of {number[1]}: {title}"
     return Section(
         title=title,
         status=Status.FAIL,
         summary=str(v),
         facts=tuple(facts),
         timelines=timelines,
-        text=tuple(render_failure(failure, command).splitlines()),
+        text=tuple(render_failure(failure, command, also_seen=also_seen).splitlines()),
     )
 
 

@@ -213,6 +213,33 @@ def _(m: Any) -> None:
 
 
 @bug(
+    "incomparable-scalar",
+    "algebra",
+    "algebra_merge / certified_support",
+    "members on orders of different names merged as if they shared one order",
+)
+def _(m: Any) -> None:
+    correct = m.merge
+
+    def merge(membership: Any, checkpoints: Any) -> Any:
+        cut, reason = correct(membership, checkpoints)
+        if reason != "incomparable":
+            return cut, reason
+        # The first member's order (by name) taken for everyone's.
+        order = membership.orders[membership.partitions[sorted(membership.partitions)[0]]]
+        cuts = [cp.cut for cp in m.member_vector(membership, checkpoints).values()]
+        if not cuts or any(c is None for c in cuts):
+            return None, "no_coverage"
+        lowest = cuts[0]
+        for other in cuts[1:]:
+            if m.compare(order, other, lowest) < 0:
+                lowest = other
+        return lowest, None
+
+    m.merge = merge
+
+
+@bug(
     "relabel",
     "algebra",
     "algebra_merge / soundness / no_relabeling",

@@ -578,7 +578,9 @@ class PostgresOutbox:
             raise OutboxError(f"listing the partitions of {parent!r}: {_first_line(exc)}") from None
         if not found:
             raise OutboxError(
-                f"{parent!r} is not a partitioned table with partitions in this database"
+                f"{parent!r} is not a partitioned table with partitions in this database; "
+                f"for a plain table, pass the mapping yourself: {{'main': {parent!r}}} "
+                "(one partition named main, read from that table)"
             )
         return {str(name): str(name) for (name,) in found}
 

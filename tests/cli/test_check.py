@@ -96,3 +96,50 @@ def test_postgres_backend_needs_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(command, ["--backend", "postgres", "--only", "proofs"])
     assert result.exit_code == 2
     assert "FENCEPOST_DATABASE_URL" in result.output
+
+
+def _stub_parts(monkeypatch: pytest.MonkeyPatch, ok: bool = True) -> None:
+    """Every part answered at once by a stub, through the gate's real seam (``--jobs 1``)."""
+
+    def stub(part: Part, options: GateOptions) -> PartResult:
+        return PartResult(part.name, ok or part.name != "explore", "stubbed", ("why",))
+
+    monkeypatch.setattr(gate, "run_part", stub)
+
+
+def test_check_says_how_long_it_takes_and_ends_with_the_next_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's main command welcomes: its first line says how long it usually takes,
+    its last lines what to run on one's own system."""
+    _stub_parts(monkeypatch)
+    result = CliRunner().invoke(command, ["--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.rstrip("\n").splitlines()
+    assert lines[0].startswith("fencepost check: every part of the gate")
+    assert "usually about 50 s with 1 job" in lines[0]
+    assert lines[-4:-3] == ["next, on your own system:"]
+    commands = [line.split()[:3] for line in lines[-3:]]
+    assert commands == [
+        ["fencepost", "conform", "--"],
+        ["fencepost", "review", "contract.toml"],
+        ["fencepost", "audit", "LOG"],
+    ]
+    assert "YOUR_CMD" in lines[-3]
+
+
+def test_a_failed_gate_ends_by_naming_the_part_to_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_parts(monkeypatch, ok=False)
+    result = CliRunner().invoke(command, ["--jobs", "1"])
+    assert result.exit_code == 1, result.output
+    last = result.output.rstrip("\n").splitlines()[-1]
+    assert last.endswith("fencepost check --only explore"), last
+
+
+def test_part_summaries_speak_plain_words() -> None:
+    """Before: '131,971 states, all invariants hold, 27 sometimes properties reached
+    (ingest: ... depth 9, holds; ...)'. (The explore part: 1.6 s on a quiet core.)"""
+    explored = gate.run_part(gate.PARTS["explore"], GateOptions())
+    assert explored.ok, explored.summary
+    assert "sometimes" not in explored.summary and "invariant" not in explored.summary
+    assert "situations that must be possible were reached" in explored.summary

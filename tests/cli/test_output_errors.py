@@ -96,11 +96,19 @@ def test_explore_outputs(option: str) -> None:
 
 @pytest.mark.parametrize("option", ["--junit", "--html", "--summary-md"])
 def test_check_outputs(option: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fencepost.commands.check as check_command
+    """The gate's real seam: with ``--jobs 1`` the Scheduler runs each part through
+    ``fencepost.gate.run_part`` in this process (no fork), so the stub is what runs."""
+    import fencepost.gate as gate
 
-    monkeypatch.setattr(
-        check_command, "run_part", lambda part, options: PartResult(part.name, True, "ok")
-    )
-    result = CliRunner().invoke(main, ["check", "--only", "proofs", option, "/dev/full"])
-    assert result.exit_code == 2, result.output
+    ran: list[str] = []
+
+    def passing(part: gate.Part, options: gate.GateOptions) -> PartResult:
+        ran.append(part.name)
+        return PartResult(part.name, True, "ok")
+
+    monkeypatch.setattr(gate, "run_part", passing)
+    args = ["check", "--jobs", "1", "--only", "proofs", option, "/dev/full"]
+    result = CliRunner().invoke(main, args)
+    assert ran == ["proofs"], "the stubbed part did not run: the seam moved"
+    assert result.exit_code == 2, result.output  # never 1: nothing failed but the write
     assert f"Error: {option}: cannot write /dev/full: No space left on device" in result.output

@@ -34,6 +34,7 @@ CAUGHT: dict[str, str] = {
     "epoch-blind": "algebra_merge",
     "nonmember-pins": "algebra_merge",
     "relabel": "algebra_merge",
+    "incomparable-scalar": "algebra_merge",
     "exclusive-normalize": "algebra_merge",
     "stale-cut-retry": "monotone_publication",
     "blind-success": "lost_response_honesty",

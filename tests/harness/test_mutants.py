@@ -17,25 +17,11 @@ from fencepost.impl.publisher import Publisher
 from fencepost.impl.reader import PartitionReader
 from fencepost.mutants import CATALOG, CORRECT
 from fencepost.sut.adapter import InProcessSut
+from fencepost.vocabulary import MUTANTS
 
 NAMES = sorted(CATALOG)
-REQUIRED = {
-    "relabel",
-    "skip-missing",
-    "max-observed",
-    "epsilon",
-    "blind-success",
-    "stale-cut-retry",
-    "epoch-blind",
-    "provisional-ok",
-    "overwrite",
-    "cutover-regress",
-    "confirm-revision",
-    "reason-order",
-    "compare-swap",
-    "scope-blind",
-    "fence-blind",
-}
+#: Every known bug has its implementation (the vocabulary names them once).
+REQUIRED = set(MUTANTS)
 
 
 def test_the_catalog_has_every_required_mutant() -> None:

@@ -8,9 +8,12 @@ is reported (and bounded at ten times the default state count, behind ``slow``).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
 import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -161,8 +164,9 @@ def test_a_wrong_kinds_declaration_is_caught() -> None:
 
 MEASURE = """
 import json
+import os
 from fencepost.model.config import default_config
-from fencepost.model.explorer import explore
+from fencepost.explorer import explore
 result = explore(default_config("publication"), keep_graph=False)
 print(json.dumps({
     "bytes_per_state": result.bytes_per_state,
@@ -179,18 +183,40 @@ print(json.dumps({
 """
 
 
+def test_the_measuring_script_imports_names_that_exist() -> None:
+    """The script runs in a subprocess, where a moved module shows only as a failed run
+    (``fencepost.model.explorer`` became ``fencepost.explorer``): its imports are checked
+    here, in milliseconds."""
+    for node in ast.walk(ast.parse(MEASURE)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{node.module} has no {alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+
+
 def test_memory_per_state_is_measured_and_reported() -> None:
     """The explorer's figure agrees with the kernel's own high-water mark of the process
     (``VmHWM``, kept by the kernel, read independently) in a fresh process, where nothing
-    freed earlier can hide the growth: within 20% (the explorer samples every 1,024
-    states)."""
+    freed earlier can hide the growth: at most 20% below it (the explorer samples every
+    1,024 states), and above it only by the kernel's counting error (below)."""
     out = subprocess.run(
         [sys.executable, "-c", MEASURE], check=True, capture_output=True, text=True, timeout=600
     ).stdout
     figures = json.loads(out)
+    # Linux keeps a process's resident-set counters per CPU and folds them in batches
+    # (percpu_counter_batch = max(32, 2 x CPUs) pages per CPU), so the resident set the
+    # explorer samples and the high-water mark the kernel reports are each off by up to
+    # CPUs x batch pages: a sample may read above the mark by twice that, never more
+    # (seen: up to 66 pages over on 2 CPUs).
+    cpus = os.cpu_count() or 1
+    slack = 2 * cpus * max(32, 2 * cpus) * os.sysconf("SC_PAGE_SIZE")
     kernel = (figures["kernel_peak"] - figures["start"]) / figures["states"]
-    assert figures["peak"] <= figures["kernel_peak"]  # a sample never exceeds the peak
-    assert 0.8 * kernel <= figures["bytes_per_state"] <= kernel, (figures, kernel)
+    assert figures["peak"] <= figures["kernel_peak"] + slack, (figures, slack)
+    upper = kernel + slack / figures["states"]
+    assert 0.8 * kernel <= figures["bytes_per_state"] <= upper, (figures, kernel, upper)
     assert figures["bytes_per_state"] > 50  # a state costs memory: the figure is no zero
     assert figures["keys"]  # keep_graph=False keeps no keys
     kept = explore(default_config("publication", publishers=1, epochs=1))

@@ -290,8 +290,14 @@ def test_missing_relations_and_bad_urls_are_named(pg_dsn: str, scratch: list[str
         PostgresOutbox(pg_dsn, ["nowhere.nothing"])
     with pytest.raises(OutboxError, match=r"cannot connect to .*port=1"):
         PostgresOutbox("postgresql://postgres@127.0.0.1:1/x", ["t"], connect_timeout=2)
-    with pytest.raises(OutboxError, match="not a partitioned table"):
-        PostgresOutbox.partitions_of(pg_dsn, plain_table(pg_dsn, "id bigint", scratch))
+    plain = plain_table(
+        pg_dsn, "id bigint, xid xid8 NOT NULL DEFAULT pg_current_xact_id()", scratch
+    )
+    with pytest.raises(OutboxError, match="not a partitioned table") as refused:
+        PostgresOutbox.partitions_of(pg_dsn, plain)
+    # The refusal names the mapping to pass instead, and that mapping works.
+    assert f"{{'main': {plain!r}}}" in str(refused.value)
+    assert PostgresOutbox(pg_dsn, {"main": plain}, columns=[]).membership().partitions
     with pytest.raises(ValueError, match="page_size"):
         PostgresOutbox(pg_dsn, ["t"], page_size=0)
 

@@ -138,7 +138,10 @@ def test_markdown_escapes_everything_a_sut_sent() -> None:
     assert sut.startswith("- **SUT**: ``<script>") and sut.endswith("end``")
     outside = text.replace(sut, "")
     assert "<script>" not in outside and "<img" not in outside
-    assert not re.search(r"(?<!\\)\]\(", outside), "no link or image survives"
+    # the only links are the report's own, from the failures' index to their anchors
+    own = re.findall(r"(?<!\\)\]\(([^)]*)\)", outside)
+    assert own and all(re.fullmatch(r"#failure-\d+", target) for target in own), own
+    assert "javascript:" not in "".join(own)
     assert "\\[link\\]" in text and "\\*bold\\*" in text
     assert "\x1b" not in text and "\ud800" not in text
     for line in text.splitlines():
@@ -193,3 +196,18 @@ def test_the_timeline_data_is_what_the_page_draws() -> None:
     page = render_html(Report("r", Status.FAIL, "bad", sections=(_section(t),)))
     assert "a_label_of_its_own" in page
     assert HOSTILE not in page
+
+
+def test_box_labels_are_drawn_whole() -> None:
+    """A short call (one column) named read_publication was drawn ``read_publicati…``;
+    columns now widen (up to MAX_LABEL_COLUMN, the drawing scrolls) until labels fit."""
+    from fencepost.reports.page import MAX_LABEL_COLUMN, label_column
+
+    drawn = timeline("read_checkpoints_of_epoch")
+    page = render_html(
+        Report("t", Status.FAIL, "v", sections=(Section("s", Status.FAIL, timelines=(drawn,)),))
+    )
+    labels = re.findall(r'class="span-label"[^>]*>([^<]*)<', page)
+    assert labels and not [label for label in labels if "\u2026" in label], labels
+    assert "read_checkpoints_of_epoch \u26a1" in labels
+    assert column_width(5) < label_column(drawn) <= MAX_LABEL_COLUMN

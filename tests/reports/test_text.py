@@ -86,3 +86,29 @@ def test_json_output_keeps_the_value_and_escapes_invisible_characters() -> None:
     shown = json_text(raw)
     assert "\u202e" not in shown and "\u2028" not in shown and "café" in shown
     assert json.loads(shown) == json.loads(raw)  # the same JSON value
+
+
+@pytest.mark.parametrize(
+    "ch",
+    ["\uffee", "\uffe8", "\u0378", "\uffef", "\ue000", "\U000e0001", "\U0010fffd"],
+    ids=["U+FFEE halfwidth", "U+FFE8 halfwidth", "Cn", "Cn U+FFEF", "Co", "Cf astral", "Co astral"],
+)
+def test_a_character_with_no_glyph_is_shown_as_its_code_point(ch: str) -> None:
+    """Unassigned, private-use and the halfwidth forms few fonts draw: an empty box on a
+    page before (the harness's own strings use U+FFEE); now its code point everywhere."""
+    shown = f"U+{ord(ch):04X}"
+    assert is_invisible(ch)
+    for out in (printable, xml_text, escape_md):
+        assert out(f"a{ch}b") == f"a{shown}b", out
+    assert shown in code_span(f"a{ch}b")
+    page = render_html(Report("t", Status.FAIL, f"through '{ch}'"))
+    assert ch not in page and f"through &#x27;{shown}&#x27;" in page
+
+
+def test_json_text_escapes_an_astral_invisible_character_as_a_surrogate_pair() -> None:
+    import json
+
+    from fencepost.reports.text import json_text
+
+    text = json_text(json.dumps("x\U000e0001y", ensure_ascii=False))
+    assert text == '"x\\udb40\\udc01y"' and json.loads(text) == "x\U000e0001y"

@@ -20,6 +20,7 @@ from fencepost.scenarios.format import (
     load_shipped,
     shipped_names,
 )
+from fencepost.scenarios.impl_runner import BACKENDS
 from fencepost.scenarios.library import RunOptions, run_one
 
 NAMES = shipped_names()
@@ -34,7 +35,7 @@ def test_the_library_is_shipped_and_nonempty() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("backend", BACKENDS)  # every backend the runner drives
 def test_passes_on_the_implementation(name: str, backend: str) -> None:
     result = run_one(load_shipped(name), "impl", RunOptions(backend=backend))
     assert result.status == "pass", (result.detail, result.mismatches, result.narrative)

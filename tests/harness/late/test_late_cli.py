@@ -107,10 +107,20 @@ def test_a_lossy_tool_leads_with_its_lost_rows_and_its_story(tmp_path: Path) -> 
         str(html),
         "--report",
         str(folder),
+        "--junit",
+        str(tmp_path / "junit.xml"),
         "--",
         *tool("through-max"),
     )
     assert code == 1
+    # JUnit by the one writer: the finding on the phase that found it, with its story
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert suite.get("failures") == str(len(failed)) and failed
+    failure = failed[0].find("failure")
+    assert failure is not None and failure.get("type") == "no_lost_rows"
+    assert "r24 fell between" in (failure.text or "")
     written = sorted(p.name for p in folder.iterdir())
     assert written == [
         "finding-1-no_lost_rows-bad.jsonl",
@@ -241,6 +251,11 @@ def header(**changes: object) -> str:
         (header() + '\n{"step": 1, "action": {"do": "dance"}}', ":2: line 2.action.do"),
         (header() + '\n{"step": 1, "action": {"do": "tick_to", "time": 1.5}}', "time"),
         (header() + "\n" + "[" * 100000, ":2: nested too deeply"),
+        (header() + '\n{"step": 1, "step": 2, "action": {"do": "sync"}}', ":2: "),
+        (header()[:-1] + ', "world": "frontier"}', ":1: "),
+        # the one JSON-lines reader: a second "seed" must not silently replace the first
+        (header()[:-1] + ', "seed": 7}', ":1: seed: duplicate key"),
+        (header() + '\n{"step": 1, "action": {"do": "tick_to", "time": NaN}}', ":2: NaN"),
         ("", "empty"),
         ("\xff", ""),
     ],
@@ -254,3 +269,12 @@ def test_a_bad_regression_file_is_refused_with_its_line(
         "--world", "late-commits", "--replay-file", str(path), "--", *tool("correct")
     )
     assert code == 2 and "--replay-file" in err and words in err
+    if text.count('"step"') == 2 or text.count('"world"') == 2:
+        assert "duplicate" in err, err
+
+
+def test_a_regression_file_that_is_a_device_is_refused_at_once() -> None:
+    code, _, err = conform(
+        "--world", "late-commits", "--replay-file", "/dev/zero", "--", *tool("correct")
+    )
+    assert code == 2 and "/dev/zero: a character device, not a regular file" in err
