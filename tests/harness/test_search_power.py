@@ -25,7 +25,7 @@ from fencepost.harness.randomized import FEATURES, Swarm, random_setup
 from fencepost.harness.report import render_summary, report_json
 from fencepost.harness.rules import Rule
 from fencepost.harness.runner import run_schedule
-from fencepost.harness.schedule import CONFLICT_UNTIL_END, Advance, Answer, Publish
+from fencepost.harness.schedule import CONFLICT_UNTIL_END, Action, Advance, Answer, Publish
 from fencepost.harness.seeds import seed_for
 from fencepost.harness.transport import SubprocessSut
 from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
@@ -105,7 +105,7 @@ def test_an_attempt_beaten_until_it_ends_must_give_up_and_published_then_is_caug
         publishers=("w1",),
         env_checkpoints=True,
     )
-    schedule = [Advance("A"), Publish("w1"), Answer("w1", CONFLICT_UNTIL_END)]
+    schedule: list[Action] = [Advance("A"), Publish("w1"), Answer("w1", CONFLICT_UNTIL_END)]
     right = run_schedule(InProcessSut(), setup, schedule)
     assert right.ok, right.violations
     assert "it ends: gave_up" in right.steps[-1].says
