@@ -481,6 +481,9 @@ class LateReport:
     #: False when no process of the tool answered ``hello`` with ``hello_ok``: nothing was
     #: tested (``fencepost conform`` exits 2 naming the cause, no verdict).
     started: bool = True
+    #: Whether this was a search, not a replay of one case: only a search is expected to
+    #: give every plausible wrong answer a run that would catch it.
+    searched: bool = True
 
     @property
     def ok(self) -> bool:
@@ -776,6 +779,7 @@ def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateRep
         problem=problem,
         handshake=tuple(handshake),
         started=not never_greeted(broken),
+        searched=False,
     )
 
 

@@ -558,6 +558,7 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
         notes=tuple(notes),
         handshake=tuple(handshake),
         started=not never_greeted(broken),
+        searched=False,
     )
 
 
