@@ -53,7 +53,7 @@ from typing import Any
 
 from fencepost.audit.ops import ATTEMPT, DROPPED, INF, SEGMENT, STORE_OPS, Op, Status
 from fencepost.inputs.files import NotRegularFile, open_regular, refusal
-from fencepost.inputs.jsonlines import LineTooLong, MessageError, decode_line, file_lines
+from fencepost.inputs.jsonlines import MessageError, decode_line
 from fencepost.judge.values import NOTHING as _NOTHING
 from fencepost.judge.values import BadValue, Cut, Endpoint, Record, text
 from fencepost.judge.wire import (
@@ -417,11 +417,24 @@ def _line(data: object, where: str) -> Line:
 #
 # Cost: one ``str.count`` and one ``in`` scan of the line in C, then O(fields).
 
-_loads = json.JSONDecoder().decode
+#: The C scanner behind ``json.loads``, called directly: (object, end) of the text at 0.
+_scan: Any = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 (set in __init__, untyped)
+#: A record built from values already checked here, as ``Record`` would hold them: set
+#: through its slots, without ``Record.__post_init__`` checking them a second time.
+_new = object.__new__
+_SLOTS: dict[str, Any] = {name: vars(Record)[name] for name in Record.__slots__}
+_SET_EPOCH = _SLOTS["epoch"].__set__
+_SET_CUT = _SLOTS["cut"].__set__
+_SET_REVISION = _SLOTS["revision"].__set__
+_SET_OP_ID = _SLOTS["op_id"].__set__
 _ENDPOINTS = {"before": Endpoint.BEFORE, "through": Endpoint.THROUGH}
 #: Cuts and records seen recently, reused (they are immutable): bounded, cleared when full.
 _CUTS: dict[tuple[str, object], Cut] = {}
 _CACHE_LIMIT = 4096
+#: Worker and stream names seen recently: one string object per name, however many lines.
+_NAMES: dict[str, str] = {}
+_WRITE_PUBLICATION = "write_publication"
+_READ_PUBLICATION = "read_publication"
 
 
 def _fast_cut(raw: object) -> tuple[Cut, int] | None:
@@ -436,13 +449,7 @@ def _fast_cut(raw: object) -> tuple[Cut, int] | None:
         return None
     if kind not in _ENDPOINTS:
         return None
-    key = (kind, at)
-    cut = _CUTS.get(key)
-    if cut is None:
-        if len(_CUTS) >= _CACHE_LIMIT:
-            _CUTS.clear()
-        cut = _CUTS[key] = Cut(_ENDPOINTS[kind], at)
-    return cut, 2
+    return shared_cut(kind, at), 2
 
 
 def _fast_record(raw: object) -> tuple[Record, int] | None:
@@ -464,21 +471,50 @@ def _fast_record(raw: object) -> tuple[Record, int] | None:
     cut = _fast_cut(raw["cut"])
     if cut is None:
         return None
-    return Record(epoch, cut[0], revision, op_id), 4 + cut[1]
+    return checked_record(epoch, cut[0], revision, op_id), 4 + cut[1]
+
+
+def checked_record(epoch: int, cut: Cut, revision: int, op_id: str | None) -> Record:
+    """``Record(epoch, cut, revision, op_id)`` for values already checked (by the fast
+    reader, or when the record was first built and then pickled): set through its slots,
+    without ``Record.__post_init__`` checking them a second time."""
+    record: Record = _new(Record)
+    _SET_EPOCH(record, epoch)
+    _SET_CUT(record, cut)
+    _SET_REVISION(record, revision)
+    _SET_OP_ID(record, op_id)
+    return record
+
+
+def shared_cut(kind: str, at: object) -> Cut:
+    """The cut ``kind at`` (``before`` or ``through``), one object per value recently seen."""
+    key = (kind, at)
+    cut = _CUTS.get(key)
+    if cut is None:
+        if len(_CUTS) >= _CACHE_LIMIT:
+            _CUTS.clear()
+        cut = _CUTS[key] = Cut(_ENDPOINTS[kind], at)  # type: ignore[arg-type]
+    return cut
 
 
 def _fast(text: str, where: str) -> Line | None:
     """A publication read or write line, read fast; None to leave it to the strict reader."""
     if "\\u" in text:
         return None
-    try:
-        data = _loads(text)
-    except (ValueError, RecursionError):
+    if text[:1] != "{":
         return None
-    if type(data) is not dict:
+    try:
+        data, end = _scan(text, 0)
+    except (ValueError, RecursionError, StopIteration):
+        return None
+    if end != len(text) or type(data) is not dict:
         return None
     kind = data.get("op")
-    if kind != "read_publication" and kind != "write_publication":
+    if kind == "write_publication":
+        kind = _WRITE_PUBLICATION  # one string object for every line: cheaper to hold and pickle
+    elif kind == "read_publication":
+        kind = _READ_PUBLICATION
+    else:
         return None
     keys = len(data)
     try:
@@ -522,9 +558,10 @@ def _fast(text: str, where: str) -> Line | None:
         status = Status.INDEFINITE
         t1 = INF
     else:
-        status = _STATUSES.get(raw_status) if type(raw_status) is str else None
-        if status is None or "t1" not in data:
+        found = _STATUSES.get(raw_status) if type(raw_status) is str else None
+        if found is None or "t1" not in data:
             return None
+        status = found
         known += 1
         t1 = data["t1"]
         if type(t1) is not int or not t0 <= t1 <= MAX_INT:
@@ -579,6 +616,11 @@ def _fast(text: str, where: str) -> Line | None:
         inside = sum(s.count(":") for s in strings if type(s) is str)
         if colons != pairs + inside:
             return None
+    names = _NAMES
+    if len(names) >= _CACHE_LIMIT:
+        names.clear()
+    worker = names.setdefault(worker, worker)
+    stream = names.setdefault(stream, stream)
     return Line(
         Op(where, worker, seq, stream, kind, t0, t1, status, args, result, attempt),
         pending,
@@ -728,20 +770,27 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
             handle = open_regular(path)
         except NotRegularFile as exc:
             raise LogError(str(path), exc.reason) from None
+        name = str(path)
         with handle:
-            lines = file_lines(handle, MAX_LINE_BYTES)
+            # file_lines (fencepost.inputs.jsonlines), inlined: the same bounded reads,
+            # without a generator and a tuple per line.
+            readline = handle.readline
+            number = 0
             while True:
-                try:
-                    number, raw, ended = next(lines)
-                except StopIteration:
+                raw = readline(MAX_LINE_BYTES + 1)
+                if not raw:
                     break
-                except LineTooLong as exc:
+                number += 1
+                ended = raw[-1:] == b"\n"
+                if ended:
+                    raw = raw[:-1]
+                if len(raw) > MAX_LINE_BYTES:
                     raise LogError(
-                        f"{path}:{exc.number}",
+                        f"{name}:{number}",
                         f"longer than {MAX_LINE_BYTES} bytes: not an audit log (no line of "
                         "one comes near it)",
                     ) from None
-                where = f"{path}:{number}"
+                where = f"{name}:{number}"
                 if not ended:
                     if not _plausibly_torn(raw):
                         raise LogError(
@@ -776,11 +825,18 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
                 if op.kind == DROPPED:
                     yield op  # the recorder's marker, not a call: no sequence number of a call
                     continue
-                if op.kind != ATTEMPT:
-                    _check_clock(op, latest, stats)
-                key = (op.worker, op.seq)
+                worker = op.worker
+                if op.kind != ATTEMPT:  # _check_clock(op, latest, stats), inlined
+                    last = latest.get(worker)
+                    if last is None or op.seq > last[0]:
+                        if last is not None and op.t0 < last[1]:
+                            stats.clock.append(
+                                ClockRegression(op.where, worker, last[2], last[1] - op.t0)
+                            )
+                        latest[worker] = (op.seq, op.t0, op.where)
+                key = (worker, op.seq)
+                worker_seen = seen.get(worker)
                 if line.pending:
-                    worker_seen = seen.get(op.worker)
                     if worker_seen is not None and worker_seen.has(op.seq):
                         continue  # its completion was in a file read earlier
                     if key in pending:
@@ -798,7 +854,9 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
                         f"worker {op.worker} seq {op.seq} completes a different call than the "
                         f"pending line at {announced.where} announced",
                     )
-                if not seen.setdefault(op.worker, _Seen()).add(op.seq):
+                if worker_seen is None:
+                    worker_seen = seen[worker] = _Seen()
+                if not worker_seen.add(op.seq):
                     raise LogError(
                         where,
                         f"worker {op.worker} seq {op.seq} appears twice: each call is one line",
@@ -810,15 +868,6 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
         stats.unfinished += 1
         yield op
     stats.finish()
-
-
-def _check_clock(op: Op, latest: dict[str, tuple[int, int, str]], stats: LogStats) -> None:
-    """A worker's calls are invoked in the order of their numbers: t0 never goes back."""
-    last = latest.get(op.worker)
-    if last is None or op.seq > last[0]:
-        if last is not None and op.t0 < last[1]:
-            stats.clock.append(ClockRegression(op.where, op.worker, last[2], last[1] - op.t0))
-        latest[op.worker] = (op.seq, op.t0, op.where)
 
 
 def _header_drops(segment: Segment, stats: LogStats) -> Iterator[Op]:

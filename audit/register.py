@@ -284,6 +284,14 @@ class _Engine:
             return
         if len(self.frontier) == 1:
             for c in self.frontier:
+                rev = c[0]
+                if rev < 0 or rev < r.rev:
+                    return  # _invoke_rule keeps c
+                if r.kind == WRITE:
+                    if rev == r.rev:
+                        return
+                elif rev == r.rev and c[1] is not WILD and c[1] == r.value:
+                    return
                 n = self._invoke_rule(c, r)
                 if n != c:
                     self.frontier = set() if n is None else {n}
@@ -299,9 +307,13 @@ class _Engine:
         """Linearize ``r`` in every configuration that can; False if none can."""
         if len(self.frontier) == 1:  # the usual case: one configuration, often past r
             for c in self.frontier:
-                if self._done(c, r):
+                rev = c[0]
+                if rev >= 0 and (
+                    rev > r.rev or (r.kind != WRITE and rev == r.rev and c[1] == r.value)
+                ):  # _done(c, r)
                     self.remove(r)
-                    self._prune()
+                    if self.maybe or self.creates:
+                        self._prune()
                     return True
                 if r.kind == WRITE and c[0] == r.rev:
                     # Every successor of c is past r (revision r.rev + 1), so the search

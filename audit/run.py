@@ -38,13 +38,23 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO
 
-from fencepost.audit.log import ClockRegression, LogStats, log_files, read_ops
+from fencepost.audit.log import (
+    ClockRegression,
+    LogStats,
+    checked_record,
+    log_files,
+    read_ops,
+    shared_cut,
+)
 from fencepost.audit.ops import Op
 from fencepost.audit.stream import StreamAudit, Truth
 from fencepost.audit.verdict import StreamVerdict, Violation
-from fencepost.judge.values import Checkpoint, Cut, Record
+from fencepost.judge.values import Checkpoint, Cut, Endpoint, Record
 
 _KEY = attrgetter("stream", "t0", "worker", "seq")
+#: An operation's fields, in ``Op``'s order: a run holds tuples (pickled in C, no
+#: ``__reduce__`` call per operation), made operations again when read back.
+_FIELDS = attrgetter(*Op.__slots__)
 _CHUNK = 4096
 #: Runs merged at once: the files open while sorting (and so ``ulimit -n``) stay bounded.
 FAN_IN = 8
@@ -128,11 +138,13 @@ def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
 
 
 def _record(r: Record) -> tuple[Any, tuple[Any, ...]]:
-    return (Record, (r.epoch, r.cut, r.revision, r.op_id))
+    return (checked_record, (r.epoch, r.cut, r.revision, r.op_id))
 
 
 def _cut(c: Cut) -> tuple[Any, tuple[Any, ...]]:
-    return (Cut, (c.endpoint, c.at))
+    if c.endpoint is Endpoint.NOTHING:
+        return (Cut, (c.endpoint, c.at))
+    return (shared_cut, (c.endpoint.value, c.at))
 
 
 def _checkpoint(c: Checkpoint) -> tuple[Any, tuple[Any, ...]]:
@@ -163,13 +175,14 @@ def _pickler(out: BinaryIO) -> pickle.Pickler:
 
 
 def _write_run(ops: Iterable[Op], folder: str, chunk: int) -> str:
-    """Sorted ``ops`` pickled to a new file of ``folder``, ``chunk`` operations per record."""
+    """Sorted ``ops`` pickled to a new file of ``folder``, ``chunk`` operations per record
+    (each as the tuple of its fields)."""
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
     with os.fdopen(fd, "wb") as out:
         pickler = _pickler(out)
-        batch: list[Op] = []
+        batch: list[tuple[Any, ...]] = []
         for op in ops:
-            batch.append(op)
+            batch.append(_FIELDS(op))
             if len(batch) >= chunk:
                 pickler.dump(batch)
                 pickler.clear_memo()
@@ -185,10 +198,11 @@ def _run(path: str) -> Iterator[Op]:
         with open(path, "rb") as handle:
             while True:
                 try:
-                    chunk: list[Op] = pickle.load(handle)
+                    chunk: list[tuple[Any, ...]] = pickle.load(handle)
                 except EOFError:
                     return
-                yield from chunk
+                for fields in chunk:
+                    yield Op(*fields)
     finally:
         os.unlink(path)
 

@@ -90,6 +90,7 @@ from fencepost.judge.values import (
     Checkpoint,
     Coordinate,
     Cut,
+    Endpoint,
     Finality,
     Membership,
     Order,
@@ -130,6 +131,7 @@ class StreamAudit:
         self.record = Register("the publication record", Budget(budget))
         self.checkpoints: dict[tuple[int, str], Register] = {}
         self.memberships: dict[int, Membership] = {}
+        self._orders: dict[int, tuple[Membership, Order]] = {}  # epoch -> its first order
         self.first_epoch: int | None = None
         self._completions: list[tuple[float, int, int, Op]] = []
         self._regops: dict[int, list[tuple[Register, RegOp]]] = {}
@@ -138,6 +140,7 @@ class StreamAudit:
         self._shown_cp: dict[tuple[int, str], Shown] = {}
         self._certify: list[tuple[float, int]] = []  # (deadline, revision) to judge
         self._certified_done: set[int] = set()
+        self._queued: dict[int, float] = {}  # revision -> the earliest deadline queued
         self._later: list[tuple[int, float]] = []  # judged before any checkpoint of its epoch
         self._finishing = False
         # (epoch, partition, scope) -> the final cut's progress: t0 of the op that may have
@@ -566,10 +569,14 @@ class StreamAudit:
         )
 
     def _show_record(self, rec: Record, op: Op) -> None:
-        neighbours = self._shown_record.add(rec.revision, rec, op)
-        if rec.revision > 0 and not rec.cut.is_nothing:
-            d = self._shown_record.deadline[rec.revision]
-            heapq.heappush(self._certify, (d, rec.revision))
+        rev = rec.revision
+        neighbours = self._shown_record.add(rev, rec, op)
+        if rev > 0 and rec.cut.endpoint is not Endpoint.NOTHING:
+            d = self._shown_record.deadline[rev]
+            # judged once, at its earliest deadline: a later or equal one would be skipped
+            if rev not in self._certified_done and self._queued.get(rev, INF) > d:
+                self._queued[rev] = d
+                heapq.heappush(self._certify, (d, rev))
         if neighbours is None:
             return
         below, above = neighbours
@@ -582,7 +589,10 @@ class StreamAudit:
         m = self.memberships.get(epoch)
         if m is None or not m.partitions:
             return None
-        return m.order_of(sorted(m.partitions)[0])
+        known = self._orders.get(epoch)
+        if known is None or known[0] is not m:  # memberships are kept once per epoch
+            known = self._orders[epoch] = (m, m.order_of(sorted(m.partitions)[0]))
+        return known[1]
 
     def _judge_step(self, old: Record, old_op: Op, new: Record, new_op: Op) -> None:
         """Section 7 between two shown revisions (epoch fence, monotone publication)."""
@@ -681,11 +691,11 @@ class StreamAudit:
                     f"epoch {rec.epoch}: no membership in the log; no relabeling not decidable"
                 )
             return
-        order = self._order(rec.epoch)
-        assert order is not None
         if rec.epoch not in self._cp_epochs and not self._finishing:
             self._later.append((rev, deadline))  # decided at the end, if a checkpoint comes
             return
+        order = self._order(rec.epoch)
+        assert order is not None
         if rec.epoch not in self._cp_epochs:
             self._note(f"epoch {rec.epoch}: no checkpoint in the log; no relabeling not decidable")
         else:

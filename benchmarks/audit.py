@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -108,7 +109,8 @@ def by_size(sizes: list[int], memory_ops: int) -> None:
     print("1. size: N operations over N/1000 streams, 4 clients each, 5% lost responses")
     print(
         f"{'ops':>10} {'streams':>8} {'audit cpu s':>12} {'ops/s (cpu)':>12} {'wall s':>8} "
-        f"{'rss MB':>7} {'runs':>5} {'json.loads cpu s':>17} {'ratio':>6} {'verdict':>8}"
+        f"{'rss MB':>7} {'runs':>5} {'json.loads cpu s':>17} {'ratio':>6} {'verdict':>8} "
+        f"{'load':>5}"
     )
     with tempfile.TemporaryDirectory() as folder:
         for n in sizes:
@@ -118,11 +120,12 @@ def by_size(sizes: list[int], memory_ops: int) -> None:
             plain = child("plain", path, memory_ops)
             full = child("audit", path, memory_ops)
             verdict = "ok" if full["exit"] == 0 else str(full["exit"])
+            load = os.getloadavg()[0]
             print(
                 f"{full['operations']:>10,} {streams:>8,} {full['cpu']:>12.1f} "
                 f"{full['operations'] / full['cpu']:>12,.0f} {full['wall']:>8.1f} "
                 f"{full['rss_mb']:>7.0f} {full['runs']:>5} {plain['cpu']:>17.1f} "
-                f"{full['cpu'] / plain['cpu']:>6.1f} {verdict:>8}"
+                f"{full['cpu'] / plain['cpu']:>6.1f} {verdict:>8} {load:>5.1f}"
             )
             path.unlink()
 
@@ -244,12 +247,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-ops", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=["size", "concurrency", "brute", "recording"],
+        default=["size", "concurrency", "brute", "recording"],
+        help="which parts to run (all by default)",
+    )
     args = parser.parse_args(argv)
     sizes = [2_000, 10_000] if args.quick else args.sizes
-    by_size(sizes, args.memory_ops)
-    by_concurrency(2_000 if args.quick else 20_000)
-    against_brute(100 if args.quick else 500)
-    recording_overhead(100 if args.quick else 200, 2 if args.quick else args.repeat)
+    if "size" in args.parts:
+        by_size(sizes, args.memory_ops)
+    if "concurrency" in args.parts:
+        by_concurrency(2_000 if args.quick else 20_000)
+    if "brute" in args.parts:
+        against_brute(100 if args.quick else 500)
+    if "recording" in args.parts:
+        recording_overhead(100 if args.quick else 200, 2 if args.quick else args.repeat)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\n(this process peaked at {peak:.0f} MB)")
     return 0

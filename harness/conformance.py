@@ -29,6 +29,7 @@ The result is plain data (:class:`ConformReport`); rendering it is
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import signal
@@ -214,9 +215,10 @@ class ConformReport:
     #: Whether this was a search (every phase of the budget), not a replay of one case or
     #: one file: only a search is expected to reach every situation.
     searched: bool = True
-    #: False when no process of the SUT ever answered ``hello`` with ``hello_ok`` (it could
-    #: not be started, exited at once, or answered something else): nothing was tested,
-    #: and ``fencepost conform`` exits 2 naming the cause instead of giving a verdict.
+    #: False when no process of the SUT answered ``hello`` with a ``hello_ok`` of this
+    #: protocol (it could not be started, exited at once, or answered something else,
+    #: :data:`STARTUP`): nothing was tested, and ``fencepost conform`` exits 2 naming the
+    #: cause instead of giving a verdict.
     started: bool = True
 
     def warnings(self) -> tuple[str, ...]:
@@ -281,14 +283,14 @@ def greet_keeping(
     lines: list[TranscriptLine] = []
     channel: Channel | None = None
 
-    def failed(rule: Rule, message: str) -> Failure:
+    def failed(rule: Rule, message: str, family: str = "handshake") -> Failure:
         lines.append(TranscriptLine(0, "probe", "**", f"VIOLATION {rule.value}: {message}"))
         stderr: dict[str, str] = {}
         if channel is not None:
             stderr["probe"] = channel.stderr_tail()
         return Failure(
             None,
-            "handshake",
+            family,
             Violation(rule, message, 0, "probe"),
             transcript=tuple(lines),
             stderr=stderr,
@@ -304,12 +306,23 @@ def greet_keeping(
         try:
             msg = parse_sut_message(line)
         except MessageError as exc:
-            return None, failed(Rule.HANDSHAKE, f"hello was answered with {exc}"), None
+            # A hello_ok of protocol 1 with a bad field is the program's bug, judged; any
+            # other answer means the command does not start a program of this protocol.
+            shape = _hello_ok_protocol(line)
+            if shape is not None and shape != PROTOCOL_VERSION:  # another protocol's hello_ok
+                message = (
+                    f"hello (protocol {PROTOCOL_VERSION}) must be answered with hello_ok for "
+                    f"protocol {PROTOCOL_VERSION}; got one for protocol {shape!r}"
+                )
+                return None, failed(Rule.HANDSHAKE, message, STARTUP), None
+            family = "handshake" if shape == PROTOCOL_VERSION else STARTUP
+            return None, failed(Rule.HANDSHAKE, f"hello was answered with {exc}", family), None
         if not isinstance(msg, HelloOk) or msg.protocol != PROTOCOL_VERSION:
             refused = failed(
                 Rule.HANDSHAKE,
                 f"hello (protocol {PROTOCOL_VERSION}) must be answered with hello_ok for "
                 f"protocol {PROTOCOL_VERSION}; got {line[:200]!r}",
+                STARTUP,
             )
             return None, refused, None
         if keep(msg):
@@ -324,10 +337,33 @@ def greet_keeping(
             return msg, failed(*problem), None
         return msg, None, None
     except SutFailure as failure:
-        return None, failed(failure.rule, failure.message), None
+        return None, failed(failure.rule, failure.message, STARTUP), None
     finally:
         if channel is not None:
             channel.close(0.3)
+
+
+#: The family of a handshake failure after which nothing can be tested: the program could
+#: not be started, ended or hung before answering ``hello``, or answered with something
+#: that is not a ``hello_ok`` of this protocol (``fencepost conform`` exits 2, no verdict).
+STARTUP = "startup"
+
+
+def _hello_ok_protocol(line: str) -> object:
+    """The ``protocol`` field of ``line`` when it is a JSON object of type ``hello_ok``
+    (whatever else is wrong with it), else None."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("type") != "hello_ok":
+        return None
+    return value.get("protocol", "none")
+
+
+def never_greeted(broken: Failure | None) -> bool:
+    """Whether the handshake failed so that nothing can be tested (see :data:`STARTUP`)."""
+    return broken is not None and broken.family == STARTUP
 
 
 def failure_from_run(
@@ -692,7 +728,7 @@ def conform(
             power=Power.of(phases.caught),
             classes=ClassCounts.of(phases.classes),
             interrupted=interrupted,
-            started=hello is not None,
+            started=not never_greeted(broken),
         )
 
     try:
@@ -801,7 +837,7 @@ def replay(
         integers=integers,
         coverage=Coverage.of(phases.seen),
         searched=False,
-        started=hello is not None,
+        started=not never_greeted(failure),
         power=Power.of(phases.caught),
         classes=ClassCounts.of(phases.classes),
     )

@@ -175,7 +175,7 @@ def render_power(report: LateReport) -> list[str]:
             + f"{runs:>6}"
             + "".join(f"{row.get(n, 0):>6}" for n in names)
         )
-    never = power.never(report.options.cursor)
+    never = power.never(report.options.cursor) if report.searched else ()
     if never:
         out.append(f"  WARNING: no run would have caught: {', '.join(never)}")
     return out

@@ -574,7 +574,9 @@ class LateRun:
             current.claims = tuple(
                 Claim(p, c.at, c.kind, c.plus) for p, c in sorted(msg.coverage.items())
             )
-            current.overclaims = dishonest_claims(current.claims, setup.truth(), held)
+            current.overclaims = dishonest_claims(
+                current.claims, setup.truth(), held, {p.name for p in setup.partitions}
+            )
             claimed = "; ".join(self.claim_text(c) for c in current.claims) or "no partition"
         return f"it ends: {msg.outcome}; its state claims {claimed}"
 

@@ -44,7 +44,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from fencepost.harness.conformance import PROBES_PHASE, Phase, _Counted, greet, greet_keeping
+from fencepost.harness.conformance import (
+    PROBES_PHASE,
+    Phase,
+    _Counted,
+    greet,
+    greet_keeping,
+    never_greeted,
+)
 from fencepost.harness.late_power import PowerTable, caught
 from fencepost.harness.late_runner import WORKER, LateResult, LateRun, run_late
 from fencepost.harness.late_stories import (
@@ -474,6 +481,9 @@ class LateReport:
     #: False when no process of the tool answered ``hello`` with ``hello_ok``: nothing was
     #: tested (``fencepost conform`` exits 2 naming the cause, no verdict).
     started: bool = True
+    #: Whether this was a search, not a replay of one case: only a search is expected to
+    #: give every plausible wrong answer a run that would catch it.
+    searched: bool = True
 
     @property
     def ok(self) -> bool:
@@ -700,7 +710,7 @@ def late_conform(
         processes=counted.started,
         reused=pool.reused if pool is not None else 0,
         handshake=tuple(handshake),
-        started=hello is not None,
+        started=not never_greeted(broken),
     )
 
 
@@ -768,7 +778,8 @@ def late_replay(factory: SutFactory, seed: int, options: LateOptions) -> LateRep
         power=search.power,
         problem=problem,
         handshake=tuple(handshake),
-        started=hello is not None,
+        started=not never_greeted(broken),
+        searched=False,
     )
 
 

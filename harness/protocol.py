@@ -60,6 +60,7 @@ from fencepost.judge.wire import (
 from fencepost.vocabulary.conformance import DECLARABLE_LEVELS
 from fencepost.vocabulary.conformance import LEVELS as LEVELS
 from fencepost.vocabulary.conformance import SYNC_LEVEL as SYNC_LEVEL
+from fencepost.vocabulary.outcomes import OUTCOMES as ATTEMPT_OUTCOMES
 
 #: The protocol version this module speaks.
 PROTOCOL_VERSION = 1
@@ -105,7 +106,8 @@ SOURCE_FIELDS: tuple[str, ...] = (
     "earliest",
 )
 
-OUTCOMES: tuple[str, ...] = ("published", "confirmed", "unchanged", "withheld", "gave_up")
+#: An attempt's outcomes on the wire: the vocabulary's (docs/semantics.md section 5).
+OUTCOMES: tuple[str, ...] = tuple(ATTEMPT_OUTCOMES)
 REASONS: tuple[str, ...] = tuple(r.value for r in WithheldReason)
 POLICIES: tuple[str, ...] = ("monotone", "reset")
 

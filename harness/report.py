@@ -214,7 +214,16 @@ def render_summary(report: ConformReport, command: str) -> str:
     for n, finding in enumerate(findings, 1):
         out.append("")
         out.append(render_finding(finding, n, len(findings), command))
-    if report.searched and report.tested:
+    if report.searched and report.tested and findings and report.interrupted is None:
+        # A failing phase stopped at its first failure: its coverage is partial and says
+        # nothing about the verdict, so the findings are not buried under its tables.
+        out.append("")
+        out.append(
+            "  coverage: partial (each failing phase stopped at its first failure); the "
+            "situation, discriminating-coverage and value-class tables are in --json, "
+            "--report and --html"
+        )
+    elif report.searched and report.tested:
         out.append("")
         out.extend(render_coverage(report))
     out.append("")

@@ -31,7 +31,7 @@ from fencepost.impl.reader import PartitionReader
 from fencepost.impl.records import Checkpoint, Membership
 
 # The protocol levels a variant can answer (docs/conformance-protocol.md).
-from fencepost.vocabulary.conformance import LEVELS
+from fencepost.vocabulary.conformance import LEVELS as LEVELS
 
 #: The algebra level's ``compare``: -1, 0 or 1 for two cuts of one order.
 CompareRule = Callable[[Order, Cut, Cut], int]

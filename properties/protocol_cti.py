@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fencepost.model.config import default_config
-from fencepost.model.state import State
+from fencepost.model.state import PUBLISHER_PHASES, READER_PHASES, State
 from fencepost.properties.protocol_lemmas import ALL_BY_NAME
 from fencepost.properties.protocol_logic import NOTHING_HALF, CutT
 from fencepost.properties.protocol_proof import Outcome
@@ -27,8 +27,9 @@ from fencepost.properties.protocol_relation import Encoder, model_value
 from fencepost.properties.protocol_state import OUTCOMES, REASONS, View
 
 _DECISIONS = {0: "settle", 1: "written", 2: "retry", 3: "gave up (not applied)", 4: "lost race"}
-_PUB_PHASES = ("idle", "has read the record", "has read the membership", "proposing", "in doubt")
-_READER_PHASES = ("idle", "paging", "holding a page", "writing again", "in doubt", "giving up")
+# The phases in the model's words (the relation numbers them as the model does).
+_PUB_PHASES = PUBLISHER_PHASES
+_READER_PHASES = READER_PHASES
 #: At most this many epochs, and elements of a sort, are shown.
 _SHOW = 6
 

@@ -14,7 +14,7 @@ A planted stale row or a missing subpackage fails the check (the ``planted`` tes
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from test_layout import ALLOWED, ROOT, package_dirs
 
@@ -52,6 +52,7 @@ def readme_table_problems(text: str, allowed: Mapping[str, frozenset[str]] = ALL
         if shown != module:
             problems.append(f"{folder}: the row says {shown}, the package is {module}")
         want = allowed[_short(module)]
+        said: Collection[str]
         if may == "everything":
             said = names
         elif may == "nothing":

@@ -12,6 +12,7 @@ This package imports nothing, not even other fencepost packages, and every
 package may import it (tests/test_layout.py). Cost: constants only.
 
 - :mod:`~fencepost.vocabulary.cuts`: endpoint kinds and order kinds;
+- :mod:`~fencepost.vocabulary.outcomes`: attempt outcomes and withheld reasons;
 - :mod:`~fencepost.vocabulary.rules`: the section-7 properties, the sync level's
   row properties and the protocol rules, each with its meaning;
 - :mod:`~fencepost.vocabulary.mutants`: the known bugs, with bug text and source;
@@ -37,6 +38,7 @@ from fencepost.vocabulary.conformance import (
 )
 from fencepost.vocabulary.cuts import ENDPOINT_KINDS, ORDER_KINDS
 from fencepost.vocabulary.mutants import MUTANTS, MutantName
+from fencepost.vocabulary.outcomes import OUTCOMES, WITHHELD_REASONS, WITHOUT_MODEL_REASON
 from fencepost.vocabulary.rules import (
     PROPERTIES,
     PROTOCOL_RULES,
@@ -54,6 +56,7 @@ __all__ = [
     "LEVELS",
     "MUTANTS",
     "ORDER_KINDS",
+    "OUTCOMES",
     "PHASES",
     "PROPERTIES",
     "PROTOCOL_RULES",
@@ -62,7 +65,9 @@ __all__ = [
     "STORE_BACKENDS",
     "SYNC_LEVEL",
     "TOOL_ADAPTERS",
+    "WITHHELD_REASONS",
     "WITHOUT_MODEL_INVARIANT",
+    "WITHOUT_MODEL_REASON",
     "WORLDS",
     "BackendName",
     "MutantName",

@@ -2,7 +2,7 @@
 
 Each has an adapter (:data:`fencepost.adapters.ADAPTERS`: its module, library and
 pip extra), a review model (:data:`fencepost.review.tools.TOOLS`) and a page
-docs/real-tools-NAME.md. tests/vocabulary/test_totality.py fails while a tool
+docs/real-tools-<tool>.md. tests/vocabulary/test_totality.py fails while a tool
 lacks a home. Cost: constants only.
 """
 

@@ -210,10 +210,29 @@ def _welcome(names: list[str], options: GateOptions) -> str:
     seconds = typical_seconds(names, options)
     rounded = max(5, round(seconds / 5.0) * 5)
     what = "every part" if len(names) == len(PARTS) else f"{len(names)} of {len(PARTS)} parts"
-    return (
+    line = (
         f"fencepost check: {what} of the gate on fencepost's own implementation "
         f"({', '.join(names)}); usually about {rounded} s with {options.jobs} "
         f"job{'s' if options.jobs != 1 else ''} (longer on a busy machine)"
+    )
+    busy = _busy()
+    return line if busy is None else f"{line}\n{busy}"
+
+
+def _busy() -> str | None:
+    """A second line when the machine is busy now (the load average above twice the
+    cores): the estimate is a quiet machine's, and a wait several times longer is not a
+    hang. None where the load cannot be read."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if load <= 2 * cores:
+        return None
+    return (
+        f"  the machine is busy now (load average {load:.1f} on {cores} "
+        f"core{'s' if cores != 1 else ''}): expect several times that"
     )
 
 

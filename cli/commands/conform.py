@@ -495,7 +495,7 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
     """Run a saved regression file of the late-commit world once (no search, no shrinking)."""
     import time
 
-    from fencepost.harness.conformance import Phase, greet
+    from fencepost.harness.conformance import Phase, greet, never_greeted
     from fencepost.harness.late_power import PowerTable
     from fencepost.harness.late_report import load_late_regression, replay_late_regression
     from fencepost.harness.late_search import LateFinding, LateReport, RunTotals
@@ -557,7 +557,8 @@ def _late_replay_file(factory: SubprocessSut, path: Path, options: LateOptions) 
         power=PowerTable.empty(),
         notes=tuple(notes),
         handshake=tuple(handshake),
-        started=hello is not None,
+        started=not never_greeted(broken),
+        searched=False,
     )
 
 
@@ -668,6 +669,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         Phase,
         failure_from_run,
         greet,
+        never_greeted,
     )
     from fencepost.harness.report import (
         RegressionError,
@@ -681,6 +683,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
     except RegressionError as exc:
         raise click.BadParameter(str(exc), param_hint="--replay-file") from None
     hello, failure = greet(factory, options.timeout)
+    greeted = not never_greeted(failure)
     name = hello.name if hello is not None else ""
     declared = hello.levels if hello is not None else ()
     messages = 0
@@ -710,7 +713,7 @@ def _replay_file(factory: SubprocessSut, path: Path, options: ConformOptions) ->
         seconds=0.0,
         notes=notes,
         searched=False,
-        started=hello is not None,
+        started=greeted,
     )
 
 

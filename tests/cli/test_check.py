@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -113,11 +114,12 @@ def test_check_says_how_long_it_takes_and_ends_with_the_next_step(
     """The README's main command welcomes: its first line says how long it usually takes,
     its last lines what to run on one's own system."""
     _stub_parts(monkeypatch)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.5, 0.5, 0.5))
     result = CliRunner().invoke(command, ["--jobs", "1"])
     assert result.exit_code == 0, result.output
     lines = result.output.rstrip("\n").splitlines()
     assert lines[0].startswith("fencepost check: every part of the gate")
-    assert "usually about 50 s with 1 job" in lines[0]
+    assert re.search(r"usually about \d+ s with 1 job \(longer on a busy machine\)$", lines[0])
     assert lines[-4:-3] == ["next, on your own system:"]
     commands = [line.split()[:3] for line in lines[-3:]]
     assert commands == [
@@ -126,6 +128,14 @@ def test_check_says_how_long_it_takes_and_ends_with_the_next_step(
         ["fencepost", "audit", "LOG"],
     ]
     assert "YOUR_CMD" in lines[-3]
+
+
+def test_check_says_when_the_machine_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_parts(monkeypatch)
+    monkeypatch.setattr("os.getloadavg", lambda: (15.6, 13.0, 10.0))
+    result = CliRunner().invoke(command, ["--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "the machine is busy now (load average 15.6 on" in result.output.splitlines()[1]
 
 
 def test_a_failed_gate_ends_by_naming_the_part_to_rerun(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,7 +52,11 @@ def test_check_in_a_log_prints_each_part_once_unwrapped_and_plain(
     assert len(rows) == 2, out  # each part once: no progress line, no second table
     assert rows[0].rstrip().endswith(("fine " * 30).strip())  # one line, whatever its length
     assert "the <counterexample> | *x*" in out
-    assert out.rstrip().endswith("the gate FAILED")
+    # the verdict, then the next step: the failing part to rerun alone
+    assert out.rstrip().splitlines()[-2:] == [
+        "the gate FAILED",
+        "next: each failing part's details are above; run it alone with fencepost check --only bad",
+    ]
 
 
 def test_check_on_a_terminal_draws_one_table_and_honours_no_color(

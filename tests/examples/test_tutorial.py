@@ -5,7 +5,8 @@ command); a trailing ``# exit N`` states the command's exit status, 0 otherwise.
 They run in order, in a scratch copy of ``examples/`` (the tutorial's commands run
 from the repository's root), with ``fencepost`` and ``python3`` on PATH meaning this
 interpreter. Each ```console block shows output the reader gets: its verdict,
-``FAILURE``, ``what happened`` and ``problem`` lines must appear verbatim in the
+``FINDING``, ``found in phase``, ``also seen``, ``what happened``, ``problem`` and
+recap lines must appear verbatim in the
 output of the command just before it, so the counterexample the tutorial explains
 is the one the harness really prints.
 
@@ -31,7 +32,10 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 HEREDOC = re.compile(r"<<'(\w+)'")
 EXIT = re.compile(r"\s+# exit (\d+)$")
 #: Lines of a shown output that must be printed exactly (no timings in them).
-CHECKED = re.compile(r"^(fencepost conform: |FAILURE: |  what happened: |  problem: )")
+CHECKED = re.compile(
+    r"^(fencepost conform: |FINDING |  found in phase: |  also seen in phase|  what happened: "
+    r"|  problem: |  \d+\. |     replay: )"
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ def test_the_tutorial_states_a_finding_and_its_output() -> None:
     assert len(listed) >= 8
     bug = [c for c in listed if c.exit == 1 and "my-impl/impl.py" in c.text and "sed" not in c.text]
     assert bug, "the deliberate bug's run (exit 1) is missing"
-    assert any(line.startswith("FAILURE: algebra_compare") for line in bug[0].shown)
+    assert any(line.startswith("FINDING 1 of 1: algebra_compare") for line in bug[0].shown)
     assert any("node " in c.text for c in listed), "the Node.js skeleton is not run"
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_phases import FilteredSut
+from filtered_sut import FilteredSut
 
 from fencepost.harness.bases import BASES
 from fencepost.harness.classes import CLASSES, coordinate_classes, world_classes

@@ -48,7 +48,7 @@ def relabel(levels: str = "publisher") -> ConformReport:
 
 def test_one_bug_found_by_several_phases_is_one_finding_with_its_shortest_schedule() -> None:
     report = relabel()
-    assert len(report.failures) == 2  # two phases found it
+    assert len(report.failures) >= 2  # several phases found it
     assert {f.violation.rule.value for f in report.failures} == {"soundness"}
     (finding,) = group(report.failures)
     shortest = min(len(f.actions) for f in report.failures)
@@ -77,6 +77,7 @@ def test_the_summary_shows_the_bug_once_and_ends_with_a_recap_and_the_verdict() 
     )
     assert "also seen in" in tail[0] and "expected frontier before" in tail[0]  # never cut
     assert "WARNING" not in text  # a failing phase stops early: its coverage is no blind spot
+    assert "situation coverage" not in text and "  coverage: partial" in text
     findings = report_json(report)["findings"]
     assert isinstance(findings, list) and len(findings) == 2
 
@@ -212,6 +213,7 @@ def _script(tmp_path: Path, body: str, executable: bool = True) -> str:
         ("not executable", "cannot start '{path}': Permission denied"),
         ("exits at once", "the SUT closed its output (exited with status 0)"),
         ("garbage", "hello was answered with line: not JSON"),
+        ("another protocol", "must be answered with hello_ok for protocol 1"),
     ],
 )
 def test_a_sut_that_cannot_be_tested_is_exit_2_with_the_cause_first(
@@ -220,9 +222,11 @@ def test_a_sut_that_cannot_be_tested_is_exit_2_with_the_cause_first(
     if case == "missing":
         command = str(tmp_path / "nope-binary")
     else:
-        body = {"not executable": "", "exits at once": "exit 0\n"}.get(
-            case, "read x\necho garbage\n"
-        )
+        body = {
+            "not executable": "",
+            "exits at once": "exit 0\n",
+            "another protocol": 'read x\necho \'{"type": "hello_ok", "protocol": 2}\'\n',
+        }.get(case, "read x\necho garbage\n")
         command = _script(tmp_path, body, executable=case != "not executable")
     result = CliRunner().invoke(main, ["conform", *QUICK, "--", command])
     assert result.exit_code == 2, result.output
@@ -232,6 +236,19 @@ def test_a_sut_that_cannot_be_tested_is_exit_2_with_the_cause_first(
     assert "NOT CONFORMANT" not in result.output and "situation coverage" not in result.output
     assert "WARNING" not in result.output and "Traceback" not in result.output
     assert "check: " in result.output  # what to try
+
+
+def test_a_hello_ok_with_a_bad_field_is_judged_not_refused(tmp_path: Path) -> None:
+    """A hello_ok of protocol 1 whose name is not valid text is the program's own bug
+    (exit 1, reported), not a command that starts the wrong program."""
+    hello = 'read x\necho \'{"type": "hello_ok", "protocol": 1, "name": "\\ud800"}\'\n'
+    result = CliRunner().invoke(main, ["conform", *QUICK, "--", _script(tmp_path, hello)])
+    assert result.exit_code == 1, result.output
+    assert (
+        result.output.rstrip("\n")
+        .splitlines()[-1]
+        .startswith("fencepost conform: NOT CONFORMANT: 1 finding")
+    )
 
 
 def test_the_late_world_refuses_a_missing_binary_the_same_way(tmp_path: Path) -> None:

@@ -177,49 +177,60 @@ def test_covered_rows_are_the_downset_plus_the_named_rows_of_one_partition() -> 
     )  # plus ignored
 
 
-Dishonest = Callable[[Iterable[Claim], Sequence[TruthRow], Set[str]], tuple[Overclaim, ...]]
+Dishonest = Callable[
+    [Iterable[Claim], Sequence[TruthRow], Set[str], Set[str]], tuple[Overclaim, ...]
+]
+#: The source's partitions: every partition of TRUTH, and "empty", which holds no row.
+PARTITIONS = {r.partition for r in TRUTH} | {"empty"}
 
 
 def dishonest_failures(judge: Dishonest) -> list[str]:
     out = []
     held = {"r1", "r2"}
-    if judge([Claim("main", 20, "before", ("r2",))], TRUTH, held):
+    if judge([Claim("main", 20, "before", ("r2",))], TRUTH, held, PARTITIONS):
         out.append("before 20 plus r2 with r1 and r2 held is honest")
-    over = judge([Claim("main", 20, "through")], TRUTH, held)
+    over = judge([Claim("main", 20, "through")], TRUTH, held, PARTITIONS)
     if [o.row.id for o in over if o.row is not None] != ["r3"]:
         out.append(f"through 20 covers r3 (shares 20, not held): {over}")
-    late = judge([Claim("main", 31, "before")], TRUTH, held)
+    late = judge([Claim("main", 31, "before")], TRUTH, held, PARTITIONS)
     if {o.row.id for o in late if o.row is not None} != {"r3", "r4"}:
         out.append("a row that commits later (r4, not held) is covered by before 31")
-    if not judge([Claim("main", 20, "before", ("r4",))], TRUTH, held | {"r4"}):
+    if not judge([Claim("main", 20, "before", ("r4",))], TRUTH, held | {"r4"}, PARTITIONS):
         out.append("plus must name rows at exactly the cut's coordinate")
-    if not judge([Claim("apac", 1, "before")], TRUTH, held):
+    if not judge([Claim("apac", 1, "before")], TRUTH, held, PARTITIONS):
         out.append("a claim on a partition the source does not have is refused")
+    if judge([Claim("empty", 0, "before")], TRUTH, held, PARTITIONS):
+        out.append("a claim covering nothing on a partition that holds no row is honest")
     return out
 
 
 def _held_ids_only(
-    claims: Iterable[Claim], truth: Sequence[TruthRow], held: Set[str]
+    claims: Iterable[Claim], truth: Sequence[TruthRow], held: Set[str], parts: Set[str]
 ) -> tuple[Overclaim, ...]:
     """Broken: judges only the rows the source has shown (visible ones), as if later commits
     did not count: here, rows above the greatest held value are skipped."""
     top = max((r.at for r in truth if r.id in held), default=0)
     return tuple(
-        o for o in dishonest_claims(claims, truth, held) if o.row is None or o.row.at <= top
+        o for o in dishonest_claims(claims, truth, held, parts) if o.row is None or o.row.at <= top
     )
 
 
 def _no_names(
-    claims: Iterable[Claim], truth: Sequence[TruthRow], held: Set[str]
+    claims: Iterable[Claim], truth: Sequence[TruthRow], held: Set[str], parts: Set[str]
 ) -> tuple[Overclaim, ...]:
     """Broken: never questions the names a claim carries."""
-    return tuple(o for o in dishonest_claims(claims, truth, held) if o.row is not None)
+    return tuple(o for o in dishonest_claims(claims, truth, held, parts) if o.row is not None)
 
 
 def test_dishonest_claims_count_rows_that_commit_later_and_bad_names() -> None:
     assert dishonest_failures(dishonest_claims) == []
     assert dishonest_failures(_held_ids_only)
     assert dishonest_failures(_no_names)
+    # The partitions known from the rows alone (the field bug: an empty partition that
+    # appeared and was listed taken for one the source does not have).
+    assert dishonest_failures(
+        lambda c, t, h, parts: dishonest_claims(c, t, h, {r.partition for r in t})
+    )
 
 
 Broken = Callable[[Delivery, Sequence[Overclaim], bool], tuple[RowProperty, ...]]

@@ -163,8 +163,8 @@ def missing_mutant_homes(
         claimed: dict[str, set[str]] = {}
         for name, v in CATALOG.items():
             claimed[f"catalog {name}"] = {r for rules in v.caught_by.values() for r in rules}
-        for name, m in MODEL.items():
-            claimed[f"model mutant {name}"] = {inv for _, inv in m.expected}
+        for name, mutant in MODEL.items():
+            claimed[f"model mutant {name}"] = {inv for _, inv in mutant.expected}
         claimed_rules = claimed
     if documented is None:
         text = _source("docs/conformance.md")
@@ -239,7 +239,7 @@ def missing_backend_homes(
     if refinement is None:
         tree = ast.parse(_source("properties/backends.py"))
         refinement = {
-            node.comparators[0].value
+            str(node.comparators[0].value)
             for fn in ast.walk(tree)
             if isinstance(fn, ast.FunctionDef) and fn.name == "open_backend"
             for node in ast.walk(fn)
@@ -355,7 +355,7 @@ def missing_tool_homes(
     extras: Collection[str] | None = None,
 ) -> list[str]:
     """Every tool has an adapter (whose module file exists), a review model, a pip extra
-    and a page docs/real-tools-NAME.md; no home names a tool the vocabulary lacks."""
+    and a page docs/real-tools-<tool>.md; no home names a tool the vocabulary lacks."""
     import tomllib
 
     from fencepost.adapters import ADAPTERS
@@ -428,4 +428,82 @@ def missing_kind_homes(
                     missing.append(f"{what} {name}: not in {home}")
             for name in sorted(set(spelled) - set(names)):
                 missing.append(f"{home} has {what} {name}: not in the vocabulary")
+    return missing
+
+
+# --- outcomes and withheld reasons ------------------------------------------------------------
+
+
+def missing_outcome_homes(
+    outcomes: Collection[str] = tuple(V.OUTCOMES),
+    reasons: Collection[str] = tuple(V.WITHHELD_REASONS),
+    *,
+    outcome_homes: Mapping[str, Collection[str]] | None = None,
+    reason_homes: Mapping[str, Collection[str]] | None = None,
+) -> list[str]:
+    """Every home of attempt outcomes (the implementation, the model, the Z3 relation, the
+    wire) and of withheld reasons (the implementation, the judge, the model, the Z3
+    relation, the last two without the reasons of :data:`WITHOUT_MODEL_REASON`; the
+    harness's situation coverage) spells
+    exactly the vocabulary's, the reasons in the vocabulary's checking order."""
+    from fencepost.harness import protocol
+    from fencepost.harness.coverage import Situation
+    from fencepost.impl.merge import WithheldReason as ImplReason
+    from fencepost.impl.publisher import Outcome
+    from fencepost.judge.merge import WithheldReason as JudgeReason
+    from fencepost.model import state
+    from fencepost.properties import protocol_state
+
+    def constants(names: Iterable[str]) -> list[str]:
+        return [getattr(state, n) for n in names]
+
+    if outcome_homes is None:
+        outcome_homes = {
+            "fencepost.impl.publisher.Outcome": [o.value for o in Outcome],
+            "fencepost.model.state": constants(
+                ("PUBLISHED", "CONFIRMED", "UNCHANGED", "WITHHELD", "GAVE_UP")
+            ),
+            "fencepost.properties.protocol_state.OUTCOMES": list(protocol_state.OUTCOMES[1:]),
+            "fencepost.harness.protocol.OUTCOMES": list(protocol.OUTCOMES),
+        }
+    model_reasons = [r for r in reasons if r not in V.WITHOUT_MODEL_REASON]
+    if reason_homes is None:
+        reason_homes = {
+            "fencepost.impl.merge.WithheldReason": [r.value for r in ImplReason],
+            "fencepost.judge.merge.WithheldReason": [r.value for r in JudgeReason],
+            "fencepost.model.state": constants(
+                (
+                    "MISSING_CHECKPOINT",
+                    "EPOCH_MISMATCH",
+                    "SCOPE_MISMATCH",
+                    "UNSUPPORTED_FINALITY",
+                    "NO_COVERAGE",
+                    "CUTOVER_PENDING",
+                )
+            ),
+            "fencepost.properties.protocol_state.REASONS": list(protocol_state.REASONS[1:]),
+            # the harness's situation coverage: a situation per reason it must see withheld
+            "fencepost.harness.coverage.Situation": [
+                s.value.removeprefix("withheld_")
+                for s in Situation
+                if s.value.startswith("withheld_")
+            ],
+        }
+    partial = {"fencepost.model.state", "fencepost.properties.protocol_state.REASONS"}
+    missing: list[str] = []
+    for home, spelled in outcome_homes.items():
+        missing += [f"outcome {o}: not in {home}" for o in outcomes if o not in spelled]
+        missing += [
+            f"{home} has outcome {o}: not in the vocabulary" for o in spelled if o not in outcomes
+        ]
+    for home, spelled in reason_homes.items():
+        want = model_reasons if home in partial else list(reasons)
+        missing += [f"withheld reason {r}: not in {home}" for r in want if r not in spelled]
+        missing += [
+            f"{home} has withheld reason {r}: not in the vocabulary"
+            for r in spelled
+            if r not in reasons
+        ]
+        if [r for r in spelled if r in want] != [r for r in want if r in spelled]:
+            missing.append(f"{home} checks the withheld reasons in another order")
     return missing

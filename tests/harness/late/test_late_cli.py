@@ -278,3 +278,12 @@ def test_a_regression_file_that_is_a_device_is_refused_at_once() -> None:
         "--world", "late-commits", "--replay-file", "/dev/zero", "--", *tool("correct")
     )
     assert code == 2 and "/dev/zero: a character device, not a regular file" in err
+
+
+def test_a_replay_warns_about_no_wrong_answer_a_single_case_cannot_reach() -> None:
+    # One case reaches a few wrong answers by design: only a search warns about the rest.
+    code, out, _ = conform("--world", "late-commits", "--replay", "-1", "--", *tool("short-lag"))
+    assert code == 1 and "plausible wrong answers" in out
+    assert "WARNING: no run would have caught" not in out
+    searched = conform("--world", "late-commits", *SMALL, "--", *tool("correct"))
+    assert searched[0] == 0
