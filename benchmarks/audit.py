@@ -1,6 +1,6 @@
 """Audit throughput by history size and concurrency, each beside its own baseline.
 
-Run: ``python benchmarks/audit.py [--sizes 10000 100000 1000000] [--quick]``.
+Run: ``python benchmarks/audit.py [--sizes 10000 100000 1000000] [--quick] [--parts ...]``.
 
 1. **Size.** Logs of N operations over N/1000 streams (4 clients each, 5% lost
    responses), simulated with real linearization points
@@ -15,6 +15,9 @@ Run: ``python benchmarks/audit.py [--sizes 10000 100000 1000000] [--quick]``.
    linearizability search blows up). Operations/s and the largest frontier.
 3. **Small histories** against the brute-force checker
    (:mod:`fencepost.audit.brute`), the plain algorithm, on the same histories.
+*Stages* (``--parts stages``): reading, sorting and checking a 100,000-operation
+log, each timed alone in rounds over ``json.loads`` of the same lines.
+
 4. **Recording overhead** on durable SQLite publishes: publisher attempts
    (after a checkpoint advance) with and without
    :class:`~fencepost.impl.recording.RecordingStore`, alternated, best of
@@ -27,6 +30,7 @@ same run, and the ratio is what to compare.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -128,6 +132,50 @@ def by_size(sizes: list[int], memory_ops: int) -> None:
                 f"{full['cpu'] / plain['cpu']:>6.1f} {verdict:>8} {load:>5.1f}"
             )
             path.unlink()
+
+
+def by_stage(size: int, memory_ops: int) -> None:
+    """Where the time goes: each stage of the audit timed alone in this process (best of
+    3 rounds, CPU time), over ``json.loads`` of the same lines."""
+    from fencepost.audit.log import LogStats, read_ops
+    from fencepost.audit.run import AuditReport, audit, sorted_ops
+
+    def plain(path: Path) -> None:
+        with open(path, "rb") as f:
+            for line in f:
+                json.loads(line)
+
+    def reading(path: Path) -> None:
+        for _ in read_ops([path], LogStats()):
+            pass
+
+    def sorting(path: Path) -> None:
+        for _ in sorted_ops(read_ops([path], LogStats()), memory_ops, AuditReport()):
+            pass
+
+    def whole(path: Path) -> None:
+        audit([path], memory_ops=memory_ops)
+
+    print(f"\nstages: {size:,} operations, --memory-ops {memory_ops:,}; CPU s, best of 3 rounds")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "stages.log"
+        write_log(path, size, max(1, size // 1000), 4, 0.05, size)
+        stages = [("json.loads", plain), ("read", reading), ("+ sort", sorting)]
+        stages.append(("+ checks", whole))
+        took: dict[str, list[float]] = {name: [] for name, _ in stages}
+        for _ in range(3):  # rounds, each stage once per round: a busy minute hits them all
+            for name, run in stages:
+                gc.collect()
+                gc.disable()  # as the audit runs (fencepost.audit.run.audit_ops)
+                started = time.process_time()
+                run(path)
+                took[name].append(time.process_time() - started)
+                gc.enable()
+        base = min(took["json.loads"])
+        for name, _ in stages:
+            best = min(took[name])
+            print(f"   {name:<11} {best:>7.2f} s {best / base:>6.2f} x json.loads")
+        print(f"   (load average {os.getloadavg()[0]:.1f})")
 
 
 def by_concurrency(ops: int) -> None:
@@ -250,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parts",
         nargs="+",
-        choices=["size", "concurrency", "brute", "recording"],
+        choices=["size", "stages", "concurrency", "brute", "recording"],
         default=["size", "concurrency", "brute", "recording"],
         help="which parts to run (all by default)",
     )
@@ -258,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [2_000, 10_000] if args.quick else args.sizes
     if "size" in args.parts:
         by_size(sizes, args.memory_ops)
+    if "stages" in args.parts:
+        by_stage(2_000 if args.quick else 100_000, args.memory_ops)
     if "concurrency" in args.parts:
         by_concurrency(2_000 if args.quick else 20_000)
     if "brute" in args.parts:
