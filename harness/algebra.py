@@ -106,6 +106,30 @@ _STR_POOL: tuple[str, ...] = (
     "\U0001f600",
     "z",
 )
+#: For each string of the pool, the one a plausible mistaken comparison confuses it with
+#: or orders the other way: above/below the UTF-16 surrogate range, case variants, a
+#: combining sequence and its precomposed form, a string and its prefix.
+_STR_NEIGHBOURS: dict[str, str] = {
+    "\uffee": "\U0001f600",
+    "\U0001f600": "\uffee",
+    "a": "A",
+    "A": "a",
+    "é": "e\u0301",
+    "e\u0301": "é",
+    "ab": "a",
+    "a\x00": "a",
+    "": "a",
+    "b": "ab",
+    "z": "\uffee",
+}
+#: Integer pairs a mistaken minimum orders the other way or takes for equal.
+_INT_PAIRS: tuple[tuple[int, int], ...] = (
+    (2**53, 2**53 + 1),
+    (9, 10),
+    (-1, 0),
+    (2**63 - 1, 2**63),
+    (2**31, 2**31 + 1),
+)
 #: Member names: plain, differing only in case, equal after NFC normalisation.
 _NAME_SETS: tuple[tuple[str, ...], ...] = (
     ("A", "B", "C", "D"),
@@ -233,6 +257,11 @@ def _cut(rng: random.Random, order: Order, near: Cut | None = None) -> Cut:
         if order.kind == "integer" and rng.random() < 0.4:
             assert isinstance(at, int)
             at = at + rng.choice((1, -1))
+        elif isinstance(at, str) and rng.random() < 0.4:
+            # The string neighbour a mistaken comparison confuses with this one (UTF-16
+            # order, case folding, normalisation, prefixes): a merge or compare of the
+            # two tells the right answer apart from the mistaken one.
+            at = _STR_NEIGHBOURS.get(at, at)
     else:
         at = _coordinate(rng, order)
     return Cut.before(at) if rng.random() < 0.5 else Cut.through(at)
@@ -242,6 +271,38 @@ def random_compare(rng: random.Random) -> CompareCase:
     order = rng.choice(ORDERS)
     a = _cut(rng, order)
     return CompareCase(order, a, _cut(rng, order, a))
+
+
+def _confusable_pair(
+    rng: random.Random, membership: Membership, order: Order, epoch: int
+) -> list[Checkpoint]:
+    """A valid vector whose minimum lies between two values a mistaken minimum orders
+    the other way: for strings, half the time the pair on both sides of the UTF-16
+    surrogate range, else case, normalisation or a prefix; for integers, 2^53 and its
+    neighbour (64-bit floats), 9 and 10 or -1 and 0 (text), 2^63 and its neighbour,
+    all but the last two above a 32-bit sentinel. Two members of ``order`` hold the
+    pair, every other member a cut above both, so only the pair decides."""
+    top: Coordinate
+    pair: list[Coordinate]
+    if order.kind == "string":
+        pool = ("\uffee", "\U0001f600") if rng.random() < 0.5 else sorted(_STR_NEIGHBOURS)
+        first = rng.choice(pool)
+        pair, top = [first, _STR_NEIGHBOURS[first]], "\U0010ffff"
+    else:
+        pair = list(rng.choice(_INT_PAIRS))
+        top = _INT_POOL[-1]
+    out = []
+    for name in sorted(membership.partitions):
+        o = membership.order_of(name)
+        if o is order and pair:
+            cut = (Cut.through if rng.random() < 0.5 else Cut.before)(pair.pop())
+        elif o is order:
+            cut = Cut.through(top)
+        else:
+            cut = _cut(rng, o)
+        out.append(Checkpoint(name, cut, f"tok-{name}", 1, "q1", epoch))
+    rng.shuffle(out)
+    return out
 
 
 def random_merge(rng: random.Random) -> MergeCase:
@@ -272,6 +333,8 @@ def random_merge(rng: random.Random) -> MergeCase:
                 finality=Finality.PROVISIONAL if rng.random() < 0.1 else Finality.FINAL,
             )
         )
+    if sum(o == order.name for o in partitions.values()) >= 2 and rng.random() < 0.3:
+        checkpoints = _confusable_pair(rng, membership, order, epoch)
     if rng.random() < 0.15:
         checkpoints.append(Checkpoint("GONE", _cut(rng, order), None, 1, "q1", epoch))
     rng.shuffle(checkpoints)
