@@ -513,6 +513,60 @@ def _differs(a: Decision, b: Decision, order: Order) -> bool:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Merges:
+    """The right merge of one (membership, checkpoints) and the wrong merges that differ
+    from it in representation (a wrong merge equal to the right one, or withheld for the
+    same reason, leads to the same decision on any record: it is left out)."""
+
+    right: Cut | Withheld
+    wrong: tuple[tuple[str, Cut | Withheld], ...]
+
+
+#: Memo of :func:`_merges`: a merge is a pure function of its inputs, and the exhaustive
+#: search shows the same membership and checkpoints to many attempts in many runs. Cleared
+#: whole when it reaches :data:`_MEMO_LIMIT` entries (a few KiB each at most).
+_MEMO: dict[tuple[Membership, tuple[Checkpoint, ...]], _Merges | None] = {}
+_MEMO_LIMIT = 4096
+
+
+def _same_decision_input(a: Cut | Withheld, b: Cut | Withheld) -> bool:
+    """``decide_merged`` gives the same decision for ``a`` as for ``b`` on any record."""
+    if isinstance(a, Withheld) or isinstance(b, Withheld):
+        return isinstance(a, Withheld) and isinstance(b, Withheld) and a.reason is b.reason
+    return a == b
+
+
+def _merges(membership: Membership, checkpoints: tuple[Checkpoint, ...]) -> _Merges | None:
+    """The right merge and the telling wrong ones (None: the right merge is a BadValue).
+
+    Costs one merge per wrong answer the first time a pair is seen, one dictionary
+    lookup (hashing the membership and the checkpoints, O(P)) after that.
+    """
+    key = (membership, checkpoints)
+    if key in _MEMO:
+        return _MEMO[key]
+    found: _Merges | None
+    try:
+        right = merge(membership, checkpoints)
+    except BadValue:
+        found = None
+    else:
+        wrong = []
+        for name in MERGE_ANSWERS:
+            try:
+                merged = wrong_merge(name, membership, checkpoints)
+            except (BadValue, TypeError):
+                continue
+            if merged is not None and not _same_decision_input(merged, right):
+                wrong.append((name, merged))
+        found = _Merges(right, tuple(wrong))
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = found
+    return found
+
+
 def view_caught(
     view: View, judge_write: WriteJudge, known: frozenset[str] | set[str] = frozenset()
 ) -> set[str]:
@@ -520,12 +574,14 @@ def view_caught(
 
     ``known`` are the mistakes this run already counts: a run counts each once, so
     they are not weighed again; and one wrong decision reached by several mistakes
-    is judged once. Both keep the cost to a few judge calls per attempt.
+    is judged once. The wrong merges of one membership and checkpoints are computed
+    once (:func:`_merges`, shared by every view and run that shows them), and those
+    equal to the right merge are never decided or judged. So an attempt costs a few
+    decisions (no merge) and a judge call per distinct wrong decision.
     """
-    pending = [name for name in MERGE_ANSWERS if name not in known]
     publish = {"epochs_plus_one", "cutover_vs_own_write", "monotone_as_reset"}
     publish |= {"reset_as_monotone"}
-    if not pending and publish <= known:
+    if publish <= known and all(name in known for name in MERGE_ANSWERS):
         return set()
     log = view.log
     if not log.shown or log.membership is None or log.checkpoints is None:
@@ -533,17 +589,19 @@ def view_caught(
     record = log.shown[-1].record
     membership = log.membership
     _, checkpoints = log.checkpoints
+    merges = _merges(membership, checkpoints)
+    if merges is None:
+        return set()
     try:
-        right = decide_merged(record, membership, merge(membership, checkpoints), view.policy)
+        right = decide_merged(record, membership, merges.right, view.policy)
     except BadValue:
         return set()
     found: set[str] = set()
     judged: dict[Decision, bool] = {}
-    for name in pending:
+    for name, merged in merges.wrong:
+        if name in known:
+            continue
         try:
-            merged = wrong_merge(name, membership, checkpoints)
-            if merged is None:
-                continue
             wrong = decide_merged(record, membership, merged, view.policy)
         except (BadValue, TypeError):
             continue
@@ -554,7 +612,7 @@ def view_caught(
         if judged[wrong]:
             found.add(name)
     if not publish <= known:
-        found |= _publish_caught(view, right, record, membership, checkpoints, judge_write)
+        found |= _publish_caught(view, right, record, membership, merges.right, judge_write)
     return found
 
 
@@ -563,17 +621,14 @@ def _publish_caught(
     right: Decision,
     record: Record,
     membership: Membership,
-    checkpoints: tuple[Checkpoint, ...],
+    merged: Cut | Withheld,
     judge_write: WriteJudge,
 ) -> set[str]:
     """The publish mistakes of sections 5 and 6 on one view: an epoch assumed +1, a
-    monotone cutover compared with the wrong cut or not held back, a reset one held."""
+    monotone cutover compared with the wrong cut or not held back, a reset one held
+    (``merged``: the right merge of the view)."""
     found: set[str] = set()
     order = view.order
-    try:
-        merged = merge(membership, checkpoints)
-    except BadValue:
-        return found
     cutover = membership.epoch > record.epoch and isinstance(merged, Cut)
     if right.kind == "write" and membership.epoch > record.epoch + 1:
         assert right.cut is not None
