@@ -423,6 +423,9 @@ def _same_merge(order: Order, a: Cut | Withheld, b: Cut | Withheld) -> bool:
 
 MERGE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decision == "merge")
 COMPARE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decision == "compare")
+OUTCOME_ANSWERS: frozenset[str] = frozenset(
+    w.name for w in WRONG_ANSWERS if w.decision == "outcome"
+)
 
 
 def algebra_compare_caught(
@@ -655,9 +658,19 @@ def _publish_caught(
     return found
 
 
-def outcome_caught(order: Order, log: AttemptLog, reported: Reported) -> set[str]:
-    """The outcome mistakes the judge would have caught at this attempt's end."""
+def outcome_caught(
+    order: Order,
+    log: AttemptLog,
+    reported: Reported,
+    known: frozenset[str] | set[str] = frozenset(),
+) -> set[str]:
+    """The outcome mistakes the judge would have caught at this attempt's end.
+
+    ``known`` are the mistakes this run already counts: they are not judged again
+    (one judge call, O(attempt length), per mistake still uncounted)."""
     found: set[str] = set()
+    if known >= OUTCOME_ANSWERS:
+        return found
 
     def rejected(wrong: Reported) -> bool:
         return bool(judge_outcome(order, log, wrong))
@@ -678,38 +691,44 @@ def outcome_caught(order: Order, log: AttemptLog, reported: Reported) -> set[str
     if reported.outcome == "gave_up" and writes:
         last = writes[-1]
         wrong = Reported("published", last.epoch, last.cut)
-        if rejected(wrong):
+        if "published_after_giving_up" not in known and rejected(wrong):
             found.add("published_after_giving_up")
         wrong = Reported("gave_up", last.epoch, last.cut)
-        if differs(wrong) and rejected(wrong):
+        if "gave_up_with_proposal" not in known and differs(wrong) and rejected(wrong):
             found.add("gave_up_with_proposal")
     lost = [w for w in writes if w.answer.lost]
     if lost:
         w = lost[-1]
         wrong = Reported("published", w.epoch, w.cut)
-        if differs(wrong) and rejected(wrong):
+        if "published_on_lost_write" not in known and differs(wrong) and rejected(wrong):
             found.add("published_on_lost_write")
-        later = [s.record for s in log.shown if s.seq > w.seq]
-        for record in later:
+        # The wrong answer is one report, whichever later record showed it: judged once.
+        past = behind = False
+        for s in log.shown:
+            if s.seq <= w.seq:
+                continue
             try:
-                past = record.epoch > w.epoch and compare(order, record.cut, w.cut) >= 0
-                behind = record.epoch == w.epoch and compare(order, record.cut, w.cut) < 0
+                past |= s.record.epoch > w.epoch and compare(order, s.record.cut, w.cut) >= 0
+                behind |= s.record.epoch == w.epoch and compare(order, s.record.cut, w.cut) < 0
             except BadValue:
                 continue
-            if past:
-                wrong = Reported("confirmed", w.epoch, w.cut)
-                if differs(wrong) and rejected(wrong):
-                    found.add("confirmed_newer_epoch")
-            if behind:
-                wrong = Reported("confirmed", w.epoch, w.cut)
-                if differs(wrong) and rejected(wrong):
-                    found.add("confirmed_moved_revision")
-    if log.troubles == 0 and log.shown:
+        past &= "confirmed_newer_epoch" not in known
+        behind &= "confirmed_moved_revision" not in known
+        if past or behind:
+            wrong = Reported("confirmed", w.epoch, w.cut)
+            if differs(wrong) and rejected(wrong):
+                found |= {"confirmed_newer_epoch"} if past else set()
+                found |= {"confirmed_moved_revision"} if behind else set()
+    if log.troubles == 0 and log.shown and "gave_up_untroubled" not in known:
         first = log.shown[0].record
         wrong = Reported("gave_up", first.epoch, first.cut)
         if rejected(wrong):
             found.add("gave_up_untroubled")
-    if reported.outcome in ("unchanged", "withheld") and len(log.shown) > 1:
+    if (
+        reported.outcome in ("unchanged", "withheld")
+        and len(log.shown) > 1
+        and "stale_view_decided" not in known
+    ):
         first = log.shown[0].record
         wrong = Reported(reported.outcome, first.epoch, first.cut, reported.reason)
         if differs(wrong) and rejected(wrong):

@@ -744,7 +744,7 @@ class Conversation:
         self._violate(judge_publish_ok(self.world.order, request.attempt, reply), worker.name)
         log = request.attempt
         reported = Reported(reply.outcome, reply.epoch, reply.cut, reply.reason)
-        self.caught.names |= outcome_caught(self.world.order, log, reported)
+        self.caught.names |= outcome_caught(self.world.order, log, reported, self.caught.names)
         if reply.outcome in ("unchanged", "withheld") and log.shown:
             self.caught.names |= view_caught(
                 self._view(worker, log),
