@@ -21,9 +21,13 @@ situation did not tell them apart. So a count is a number of runs in which a
 SUT making that mistake would have failed; a wrong answer no run could catch is
 a ``WARNING`` in the summary.
 
-Cost: per decision point, one judge call per wrong answer (each O(P) for P
-members, O(P x E) where soundness is judged); a few microseconds each, far
-below a message round trip.
+Cost: per decision point, at most one judge call per wrong answer still
+uncounted in the run (each O(P) for P members, O(P x E) where soundness is
+judged); a wrong answer a run already counts is not weighed again, since a count
+is of runs. The wrong merges of one membership and checkpoints are computed once
+and shared by every attempt and run that reads them (:func:`_merges`); those equal
+to the right merge are never decided or judged. At the default budget this
+weighing is about 5% of the harness's CPU (docs/performance.md).
 """
 
 from __future__ import annotations
