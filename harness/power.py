@@ -27,7 +27,7 @@ judged); a wrong answer a run already counts is not weighed again, since a count
 is of runs. The wrong merges of one membership and checkpoints are computed once
 and shared by every attempt and run that reads them (:func:`_merges`); those equal
 to the right merge are never decided or judged. At the default budget this
-weighing is about 5% of the harness's CPU (docs/performance.md).
+weighing is under a tenth of the harness's CPU (docs/performance.md).
 """
 
 from __future__ import annotations
