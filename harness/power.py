@@ -21,9 +21,13 @@ situation did not tell them apart. So a count is a number of runs in which a
 SUT making that mistake would have failed; a wrong answer no run could catch is
 a ``WARNING`` in the summary.
 
-Cost: per decision point, one judge call per wrong answer (each O(P) for P
-members, O(P x E) where soundness is judged); a few microseconds each, far
-below a message round trip.
+Cost: per decision point, at most one judge call per wrong answer still
+uncounted in the run (each O(P) for P members, O(P x E) where soundness is
+judged); a wrong answer a run already counts is not weighed again, since a count
+is of runs. The wrong merges of one membership and checkpoints are computed once
+and shared by every attempt and run that reads them (:func:`_merges`); those equal
+to the right merge are never decided or judged. At the default budget this
+weighing is under a tenth of the harness's CPU (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -423,6 +427,9 @@ def _same_merge(order: Order, a: Cut | Withheld, b: Cut | Withheld) -> bool:
 
 MERGE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decision == "merge")
 COMPARE_ANSWERS: tuple[str, ...] = tuple(w.name for w in WRONG_ANSWERS if w.decision == "compare")
+OUTCOME_ANSWERS: frozenset[str] = frozenset(
+    w.name for w in WRONG_ANSWERS if w.decision == "outcome"
+)
 
 
 def algebra_compare_caught(
@@ -513,6 +520,60 @@ def _differs(a: Decision, b: Decision, order: Order) -> bool:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Merges:
+    """The right merge of one (membership, checkpoints) and the wrong merges that differ
+    from it in representation (a wrong merge equal to the right one, or withheld for the
+    same reason, leads to the same decision on any record: it is left out)."""
+
+    right: Cut | Withheld
+    wrong: tuple[tuple[str, Cut | Withheld], ...]
+
+
+#: Memo of :func:`_merges`: a merge is a pure function of its inputs, and the exhaustive
+#: search shows the same membership and checkpoints to many attempts in many runs. Cleared
+#: whole when it reaches :data:`_MEMO_LIMIT` entries (a few KiB each at most).
+_MEMO: dict[tuple[Membership, tuple[Checkpoint, ...]], _Merges | None] = {}
+_MEMO_LIMIT = 4096
+
+
+def _same_decision_input(a: Cut | Withheld, b: Cut | Withheld) -> bool:
+    """``decide_merged`` gives the same decision for ``a`` as for ``b`` on any record."""
+    if isinstance(a, Withheld) or isinstance(b, Withheld):
+        return isinstance(a, Withheld) and isinstance(b, Withheld) and a.reason is b.reason
+    return a == b
+
+
+def _merges(membership: Membership, checkpoints: tuple[Checkpoint, ...]) -> _Merges | None:
+    """The right merge and the telling wrong ones (None: the right merge is a BadValue).
+
+    Costs one merge per wrong answer the first time a pair is seen, one dictionary
+    lookup (hashing the membership and the checkpoints, O(P)) after that.
+    """
+    key = (membership, checkpoints)
+    if key in _MEMO:
+        return _MEMO[key]
+    found: _Merges | None
+    try:
+        right = merge(membership, checkpoints)
+    except BadValue:
+        found = None
+    else:
+        wrong = []
+        for name in MERGE_ANSWERS:
+            try:
+                merged = wrong_merge(name, membership, checkpoints)
+            except (BadValue, TypeError):
+                continue
+            if merged is not None and not _same_decision_input(merged, right):
+                wrong.append((name, merged))
+        found = _Merges(right, tuple(wrong))
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = found
+    return found
+
+
 def view_caught(
     view: View, judge_write: WriteJudge, known: frozenset[str] | set[str] = frozenset()
 ) -> set[str]:
@@ -520,12 +581,14 @@ def view_caught(
 
     ``known`` are the mistakes this run already counts: a run counts each once, so
     they are not weighed again; and one wrong decision reached by several mistakes
-    is judged once. Both keep the cost to a few judge calls per attempt.
+    is judged once. The wrong merges of one membership and checkpoints are computed
+    once (:func:`_merges`, shared by every view and run that shows them), and those
+    equal to the right merge are never decided or judged. So an attempt costs a few
+    decisions (no merge) and a judge call per distinct wrong decision.
     """
-    pending = [name for name in MERGE_ANSWERS if name not in known]
     publish = {"epochs_plus_one", "cutover_vs_own_write", "monotone_as_reset"}
     publish |= {"reset_as_monotone"}
-    if not pending and publish <= known:
+    if publish <= known and all(name in known for name in MERGE_ANSWERS):
         return set()
     log = view.log
     if not log.shown or log.membership is None or log.checkpoints is None:
@@ -533,17 +596,19 @@ def view_caught(
     record = log.shown[-1].record
     membership = log.membership
     _, checkpoints = log.checkpoints
+    merges = _merges(membership, checkpoints)
+    if merges is None:
+        return set()
     try:
-        right = decide_merged(record, membership, merge(membership, checkpoints), view.policy)
+        right = decide_merged(record, membership, merges.right, view.policy)
     except BadValue:
         return set()
     found: set[str] = set()
     judged: dict[Decision, bool] = {}
-    for name in pending:
+    for name, merged in merges.wrong:
+        if name in known:
+            continue
         try:
-            merged = wrong_merge(name, membership, checkpoints)
-            if merged is None:
-                continue
             wrong = decide_merged(record, membership, merged, view.policy)
         except (BadValue, TypeError):
             continue
@@ -554,7 +619,7 @@ def view_caught(
         if judged[wrong]:
             found.add(name)
     if not publish <= known:
-        found |= _publish_caught(view, right, record, membership, checkpoints, judge_write)
+        found |= _publish_caught(view, right, record, membership, merges.right, judge_write)
     return found
 
 
@@ -563,17 +628,14 @@ def _publish_caught(
     right: Decision,
     record: Record,
     membership: Membership,
-    checkpoints: tuple[Checkpoint, ...],
+    merged: Cut | Withheld,
     judge_write: WriteJudge,
 ) -> set[str]:
     """The publish mistakes of sections 5 and 6 on one view: an epoch assumed +1, a
-    monotone cutover compared with the wrong cut or not held back, a reset one held."""
+    monotone cutover compared with the wrong cut or not held back, a reset one held
+    (``merged``: the right merge of the view)."""
     found: set[str] = set()
     order = view.order
-    try:
-        merged = merge(membership, checkpoints)
-    except BadValue:
-        return found
     cutover = membership.epoch > record.epoch and isinstance(merged, Cut)
     if right.kind == "write" and membership.epoch > record.epoch + 1:
         assert right.cut is not None
@@ -600,9 +662,19 @@ def _publish_caught(
     return found
 
 
-def outcome_caught(order: Order, log: AttemptLog, reported: Reported) -> set[str]:
-    """The outcome mistakes the judge would have caught at this attempt's end."""
+def outcome_caught(
+    order: Order,
+    log: AttemptLog,
+    reported: Reported,
+    known: frozenset[str] | set[str] = frozenset(),
+) -> set[str]:
+    """The outcome mistakes the judge would have caught at this attempt's end.
+
+    ``known`` are the mistakes this run already counts: they are not judged again
+    (one judge call, O(attempt length), per mistake still uncounted)."""
     found: set[str] = set()
+    if known >= OUTCOME_ANSWERS:
+        return found
 
     def rejected(wrong: Reported) -> bool:
         return bool(judge_outcome(order, log, wrong))
@@ -623,38 +695,44 @@ def outcome_caught(order: Order, log: AttemptLog, reported: Reported) -> set[str
     if reported.outcome == "gave_up" and writes:
         last = writes[-1]
         wrong = Reported("published", last.epoch, last.cut)
-        if rejected(wrong):
+        if "published_after_giving_up" not in known and rejected(wrong):
             found.add("published_after_giving_up")
         wrong = Reported("gave_up", last.epoch, last.cut)
-        if differs(wrong) and rejected(wrong):
+        if "gave_up_with_proposal" not in known and differs(wrong) and rejected(wrong):
             found.add("gave_up_with_proposal")
     lost = [w for w in writes if w.answer.lost]
     if lost:
         w = lost[-1]
         wrong = Reported("published", w.epoch, w.cut)
-        if differs(wrong) and rejected(wrong):
+        if "published_on_lost_write" not in known and differs(wrong) and rejected(wrong):
             found.add("published_on_lost_write")
-        later = [s.record for s in log.shown if s.seq > w.seq]
-        for record in later:
+        # The wrong answer is one report, whichever later record showed it: judged once.
+        past = behind = False
+        for s in log.shown:
+            if s.seq <= w.seq:
+                continue
             try:
-                past = record.epoch > w.epoch and compare(order, record.cut, w.cut) >= 0
-                behind = record.epoch == w.epoch and compare(order, record.cut, w.cut) < 0
+                past |= s.record.epoch > w.epoch and compare(order, s.record.cut, w.cut) >= 0
+                behind |= s.record.epoch == w.epoch and compare(order, s.record.cut, w.cut) < 0
             except BadValue:
                 continue
-            if past:
-                wrong = Reported("confirmed", w.epoch, w.cut)
-                if differs(wrong) and rejected(wrong):
-                    found.add("confirmed_newer_epoch")
-            if behind:
-                wrong = Reported("confirmed", w.epoch, w.cut)
-                if differs(wrong) and rejected(wrong):
-                    found.add("confirmed_moved_revision")
-    if log.troubles == 0 and log.shown:
+        past &= "confirmed_newer_epoch" not in known
+        behind &= "confirmed_moved_revision" not in known
+        if past or behind:
+            wrong = Reported("confirmed", w.epoch, w.cut)
+            if differs(wrong) and rejected(wrong):
+                found |= {"confirmed_newer_epoch"} if past else set()
+                found |= {"confirmed_moved_revision"} if behind else set()
+    if log.troubles == 0 and log.shown and "gave_up_untroubled" not in known:
         first = log.shown[0].record
         wrong = Reported("gave_up", first.epoch, first.cut)
         if rejected(wrong):
             found.add("gave_up_untroubled")
-    if reported.outcome in ("unchanged", "withheld") and len(log.shown) > 1:
+    if (
+        reported.outcome in ("unchanged", "withheld")
+        and len(log.shown) > 1
+        and "stale_view_decided" not in known
+    ):
         first = log.shown[0].record
         wrong = Reported(reported.outcome, first.epoch, first.cut, reported.reason)
         if differs(wrong) and rejected(wrong):

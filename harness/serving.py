@@ -395,9 +395,10 @@ class Conversation:
         if answer is WriteAnswer.CONFLICT:
             self.seen.add(Situation.CONFLICT)
             # Had the attempt written its old cut again on the revision the conflict shows.
-            self.caught.add(
-                "stale_cut_after_conflict", self._write_judge(current)(payload.epoch, cut)
-            )
+            if "stale_cut_after_conflict" not in self.caught.names:
+                self.caught.add(
+                    "stale_cut_after_conflict", self._write_judge(current)(payload.epoch, cut)
+                )
         if answer is WriteAnswer.APPLIED:
             worker.own = (payload.epoch, cut)
         log.wrote(payload.op_id, payload.epoch, cut, answer)
@@ -472,7 +473,12 @@ class Conversation:
         applied, revision, epoch = request.lost_write
         request.lost_write = None
         log = request.attempt
-        if log is not None and log.writes and self.world.record.epoch > log.writes[-1].epoch:
+        if (
+            log is not None
+            and log.writes
+            and self.world.record.epoch > log.writes[-1].epoch
+            and "old_epoch_after_fence" not in self.caught.names
+        ):
             lost = log.writes[-1]
             # Had the attempt kept its old membership and retried in the old epoch.
             self.caught.add(
@@ -675,16 +681,26 @@ class Conversation:
             except (BadValue, ValueError):
                 return False
 
-        if request.greatest is not None:
+        if request.greatest is not None and "certify_greatest_seen" not in known:
             self.caught.add("certify_greatest_seen", rejected(Cut.through(request.greatest)))
-        if request.nonfinal is not None:
+        if request.nonfinal is not None and "certify_nonfinal_claim" not in known:
             self.caught.add("certify_nonfinal_claim", rejected(request.nonfinal))
         at = checkpoint.cut.at
-        if checkpoint.cut.endpoint.value == "through" and not world.order.successor:
+        if (
+            checkpoint.cut.endpoint.value == "through"
+            and not world.order.successor
+            and "certify_successor" not in known
+        ):
             assert at is not None
             bumped = at + 1 if isinstance(at, int) else at + "\x00"
             self.caught.add("certify_successor", rejected(Cut.before(bumped)))
-        if not applied and mode == "ok" and current is not None and current.generation > 0:
+        if (
+            not applied
+            and mode == "ok"
+            and current is not None
+            and current.generation > 0
+            and "overwrite_after_conflict" not in known
+        ):
             # Had the pass written its cut on top of the checkpoint that beat it.
             previous = current
             wrong = Checkpoint(
@@ -744,7 +760,7 @@ class Conversation:
         self._violate(judge_publish_ok(self.world.order, request.attempt, reply), worker.name)
         log = request.attempt
         reported = Reported(reply.outcome, reply.epoch, reply.cut, reply.reason)
-        self.caught.names |= outcome_caught(self.world.order, log, reported)
+        self.caught.names |= outcome_caught(self.world.order, log, reported, self.caught.names)
         if reply.outcome in ("unchanged", "withheld") and log.shown:
             self.caught.names |= view_caught(
                 self._view(worker, log),
@@ -776,7 +792,7 @@ class Conversation:
         )
         key = (request.epoch, request.partition)
         self._weigh_pass_end(request, key)
-        if request.attempted is not None:
+        if request.attempted is not None and "report_unstored" not in self.caught.names:
             stored = self.world.stored(*key)
             holds = stored.cut if stored is not None else Cut.nothing()
             try:

@@ -17,10 +17,17 @@ from pathlib import Path
 import pytest
 from filtered_sut import FilteredSut
 
+from fencepost.harness.algebra import MergeCase, random_cases
 from fencepost.harness.bases import BASES
 from fencepost.harness.classes import CLASSES, coordinate_classes, world_classes
 from fencepost.harness.conformance import ConformOptions, conform, exhaustive_phase
-from fencepost.harness.power import WRONG_ANSWERS, algebra_merge_caught
+from fencepost.harness.power import (
+    MERGE_ANSWERS,
+    WRONG_ANSWERS,
+    _merges,
+    algebra_merge_caught,
+    wrong_merge,
+)
 from fencepost.harness.randomized import FEATURES, Swarm, random_setup
 from fencepost.harness.report import render_summary, report_json
 from fencepost.harness.rules import Rule
@@ -29,7 +36,9 @@ from fencepost.harness.schedule import CONFLICT_UNTIL_END, Action, Advance, Answ
 from fencepost.harness.seeds import seed_for
 from fencepost.harness.transport import SubprocessSut
 from fencepost.harness.world import EpochSetup, EventSpec, PartitionSetup, WorldSetup
-from fencepost.judge.values import Checkpoint, Cut, Membership, Order
+from fencepost.judge.decide import Decision, decide_merged
+from fencepost.judge.merge import Withheld
+from fencepost.judge.values import BadValue, Checkpoint, Cut, Membership, Order, Record
 from fencepost.mutants import Variant
 from fencepost.mutants.decisions import IncomparableScalarPublisher, incomparable_scalar
 from fencepost.sut.adapter import InProcessSut
@@ -133,6 +142,49 @@ def test_a_wrong_answer_equal_to_the_right_one_is_not_counted() -> None:
     three = Membership.of(1, "q1", OFFSETS, ("A", "B", "C"))
     low_third = (*cps, Checkpoint("C", Cut.through(1), None, 1, "q1", 1))
     assert "first_two_members" in algebra_merge_caught(three, low_third)
+
+
+def _decided(
+    record: Record, membership: Membership, merged: Cut | Withheld, policy: str
+) -> Decision | str:
+    try:
+        return decide_merged(record, membership, merged, policy)
+    except (BadValue, TypeError) as exc:
+        return type(exc).__name__
+
+
+def test_a_wrong_merge_left_unweighed_decides_as_the_right_one_on_every_record() -> None:
+    # view_caught decides and judges only the wrong merges _merges keeps; one it leaves
+    # out must decide as the right merge on any record, or a count could move.
+    left_out = 0
+    for case in random_cases(5, 400):
+        if not isinstance(case, MergeCase):
+            continue
+        membership, checkpoints = case.membership, tuple(case.checkpoints)
+        merges = _merges(membership, checkpoints)
+        if merges is None:
+            continue
+        assert _merges(membership, checkpoints) is merges  # a second view reuses it
+        kept = dict(merges.wrong)
+        cuts = {Cut.nothing(), *(c.cut for c in checkpoints)}
+        epochs = {max(0, membership.epoch - 1), membership.epoch, membership.epoch + 1}
+        for name in MERGE_ANSWERS:
+            try:
+                wrong = wrong_merge(name, membership, checkpoints)
+            except (BadValue, TypeError):
+                continue
+            if wrong is None:
+                continue
+            if name in kept:
+                assert kept[name] == wrong
+                continue
+            left_out += 1
+            for record in (Record(e, cut, 1) for e in epochs for cut in cuts):
+                for policy in ("monotone", "reset"):
+                    assert _decided(record, membership, wrong, policy) == _decided(
+                        record, membership, merges.right, policy
+                    ), (name, record, policy)
+    assert left_out > 100
 
 
 def test_value_classes_are_recognised() -> None:
