@@ -114,7 +114,7 @@ def _(m: Any) -> None:
 @bug(
     "falsy-zero",
     "algebra",
-    "algebra_compare",
+    "algebra_merge",
     "a cut whose coordinate is 0 or '' is taken for nothing (`if not cut.at`)",
 )
 def _(m: Any) -> None:
@@ -358,7 +358,7 @@ def _(m: Any) -> None:
 @bug(
     "fence-blind",
     "publisher",
-    "epoch_fence",
+    "honest_outcome",
     "after a lost write the old membership is kept and the retry stays in the old epoch",
 )
 def _(m: Any) -> None:
