@@ -302,6 +302,19 @@ def _decided(order: Order, log: AttemptLog, reported: Reported) -> list[Finding]
     latest = log.shown[-1]
     record = latest.record
     epoch, checkpoints = log.checkpoints
+    if epoch != log.membership.epoch and log.membership.epoch >= record.epoch:
+        # Section 5: the attempt merges "the checkpoints of that membership's epoch". A
+        # decision from another epoch's checkpoints (the record's epoch + 1 assumed on a
+        # cutover that skipped epochs, or a vector read before the membership moved) is
+        # not supported by the attempt's reads, whatever it happens to say.
+        return [
+            (
+                Property.HONEST_OUTCOME,
+                f"reported {reported} from the checkpoints of epoch {epoch}, but the latest "
+                f"membership it read is epoch {log.membership.epoch}: an attempt decides from "
+                "the checkpoints of its membership's epoch (docs/semantics.md section 5)",
+            )
+        ]
     try:
         decision = decide(record, log.membership, checkpoints, log.policy)
     except BadValue:

@@ -97,6 +97,30 @@ def test_unchanged_and_withheld_must_follow_from_the_latest_view() -> None:
     assert "the latest record it was shown" in elsewhere[0][1]
 
 
+def test_a_decision_needs_the_checkpoints_of_the_membership_epoch() -> None:
+    """Section 5 (found by a clean-room implementation that read the checkpoints of the
+    record's epoch + 1 on a cutover that skipped epoch 2): with the membership at epoch 3
+    and checkpoints of epoch 2 read, `withheld missing_checkpoint` agrees with what was
+    read but not with what the attempt must read; reading epoch 3's decides."""
+    m3 = Membership(3, "q1", {"A": "offsets"}, {"offsets": OFFSETS})
+    log = AttemptLog("monotone")
+    log.show_record(Record(1, Cut.through(2), 3))
+    log.read_membership(m3)
+    log.read_checkpoints(2, ())
+    held = Reported("withheld", 1, Cut.through(2), "missing_checkpoint")
+    found = judge_outcome(OFFSETS, log, held)
+    assert [p for p, _ in found] == [Property.HONEST_OUTCOME]
+    assert "checkpoints of epoch 2" in found[0][1] and "epoch 3" in found[0][1]
+    log.read_checkpoints(3, ())
+    assert props(log, held) == set()
+    # A membership older than the record decides epoch_mismatch whatever was read.
+    stale = AttemptLog("monotone")
+    stale.show_record(Record(2, Cut.through(2), 3))
+    stale.read_membership(M1)
+    stale.read_checkpoints(2, ())
+    assert props(stale, Reported("withheld", 2, Cut.through(2), "epoch_mismatch")) == set()
+
+
 def test_choice_unchanged_decided_from_the_record_a_conflict_carried() -> None:
     """A conflict reply carries the current record: deciding from it is honest."""
     log = AttemptLog("monotone")
