@@ -122,8 +122,7 @@ def caught(result: LateResult) -> frozenset[str]:
             # not have committed when the sync started: caught where one had not.
             top = edge + g if edge < sync.now - d else edge
             if any(
-                sync.now - d <= r.at < top
-                and setup.appears(r.partition) <= sync.now < r.commit
+                sync.now - d <= r.at < top and setup.appears(r.partition) <= sync.now < r.commit
                 for r in setup.rows
             ):
                 out.add("ceil-window")
@@ -194,8 +193,7 @@ class PowerTable:
         return tuple(
             name
             for name in WRONG_ANSWERS
-            if self.total(name) == 0
-            and not (name in _GRANULAR and cursor_type != "timestamp")
+            if self.total(name) == 0 and not (name in _GRANULAR and cursor_type != "timestamp")
         )
 
 

@@ -643,11 +643,7 @@ def _publish_caught(
         assert right.cut is not None
         if judge_write(record.epoch + 1, right.cut):
             found.add("epochs_plus_one")
-    if (
-        right.kind == "unchanged"
-        and membership.epoch == record.epoch
-        and isinstance(merged, Cut)
-    ):
+    if right.kind == "unchanged" and membership.epoch == record.epoch and isinstance(merged, Cut):
         try:
             equal = compare(order, merged, record.cut) == 0
         except BadValue:
