@@ -737,7 +737,11 @@ class Conversation:
         if request.provisional is not None:
             wrongs.append(("certify_provisional", request.provisional))
         for name, cut in wrongs:
-            if name in self.caught.names or (stored is not None and stored.cut == cut):
+            if name in self.caught.names:
+                continue
+            # Writing the stored cut again is no change, unless what is stored is not
+            # coverage (a provisional checkpoint counted: certified as final).
+            if stored is not None and stored.cut == cut and stored.finality is Finality.FINAL:
                 continue
             wrong = Checkpoint(
                 key[1],
