@@ -13,6 +13,10 @@ in that run, from the run's ground truth and what the tool under test read
   judged as the coverage claim they would have made at the end of each sync:
   caught when the claim covers a row that no sync had been shown by then, or
   (the whole-second rule) a row strictly between two whole seconds at its end;
+- a window up to ``now - D`` rounded *up* to the granularity is caught where a
+  row inside the rounded-up part had not committed when the sync started; a
+  window floored there but resumed with an exclusive lower bound is caught
+  where a row sits exactly on a sync's window edge;
 - paging on with ``>`` the last value read is caught where a page ended on a
   value that another visible row shares, below where the next sync resumes;
 - committing the state before the records is caught where a sync crashed
@@ -40,6 +44,8 @@ WRONG_ANSWERS: dict[str, str] = {
     "lag-from-read": "resume at the greatest value read minus D, not clamped to the clock",
     "one-cursor": "one resume point for every partition",
     "seconds-gap": "read up to the whole second before now - D, resume at now - D",
+    "ceil-window": "read a window up to now - D rounded up to the granularity, resume there",
+    "exclusive-lower": "read a window up to now - D floored, resume with an exclusive lower bound",
     "strict-shared": "page on with > the last value read",
     "state-first": "commit the state before the records",
     "append-reread": "append the rows a lagged re-read returns again",
@@ -112,6 +118,19 @@ def caught(result: LateResult) -> frozenset[str]:
             edge = _floor(sync.now - d, g)
             if any(edge - g < r.at < edge for r in setup.rows):
                 out.add("seconds-gap")
+            # A window ending at now - D rounded up claims rows above now - D that may
+            # not have committed when the sync started: caught where one had not.
+            top = edge + g if edge < sync.now - d else edge
+            if any(
+                sync.now - d <= r.at < top and setup.appears(r.partition) <= sync.now < r.commit
+                for r in setup.rows
+            ):
+                out.add("ceil-window")
+        # A window ending at the floored edge leaves a row exactly on it to the next sync,
+        # whose exclusive lower bound then skips it: caught where a row sits on an edge.
+        window_edge = _floor(sync.now - d, g)
+        if any(r.at == window_edge for r in setup.rows):
+            out.add("exclusive-lower")
     if any(len(syncs) > 1 for syncs in read_in.values()):
         out.add("append-reread")
     if _strict_shared(result, setup):
@@ -169,9 +188,14 @@ class PowerTable:
         return sum(row.get(name, 0) for row in self.caught.values())
 
     def never(self, cursor_type: str) -> tuple[str, ...]:
-        """Wrong answers no run would have caught (the whole-second one needs a timestamp)."""
+        """Wrong answers no run would have caught (the whole-second and rounded-up window
+        ones need a timestamp: an integer cursor's granularity is 1)."""
         return tuple(
             name
             for name in WRONG_ANSWERS
-            if self.total(name) == 0 and not (name == "seconds-gap" and cursor_type != "timestamp")
+            if self.total(name) == 0 and not (name in _GRANULAR and cursor_type != "timestamp")
         )
+
+
+#: Wrong answers that exist only where the granularity is coarser than the stored values.
+_GRANULAR = frozenset({"seconds-gap", "ceil-window"})

@@ -254,6 +254,18 @@ STORIES: tuple[Story, ...] = (
         ),
         (20.0, Sync(), Upto("query", 2), 28.0, Finish(), 40.0, Sync(), Finish()),
     ),
+    Story(
+        "window-edges",
+        "a sync starts between two whole seconds: one row sits exactly on the whole second "
+        "below now - D, another just above now - D commits after the sync started",
+        (
+            ("r05", MAIN, 5.0, 5.2),
+            ("r20", MAIN, 20.0, 20.1),
+            ("r20h", MAIN, 20.6, 30.5),
+            ("r27", MAIN, 27.0, 27.3),
+        ),
+        (30.4, Sync(), Finish(), 45.0, Sync(), Finish()),
+    ),
 )
 
 STORY_NAMES: tuple[str, ...] = tuple(s.name for s in STORIES)

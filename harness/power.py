@@ -107,6 +107,7 @@ WRONG_ANSWERS: tuple[WrongAnswer, ...] = (
     _w("reset_as_monotone", "publish", "a reset cutover held back as cutover_pending"),
     _w("stale_cut_after_conflict", "publish", "the old cut written again after a conflict"),
     _w("old_epoch_after_fence", "publish", "after a lost write, retried in the old epoch"),
+    _w("write_equal_cut", "publish", "the record's own claim written again in the same epoch"),
     _w("published_after_giving_up", "outcome", "published reported after giving up"),
     _w("published_on_lost_write", "outcome", "a lost write response taken as published"),
     _w("confirmed_newer_epoch", "outcome", "confirmed from a newer-epoch record at or past it"),
@@ -120,6 +121,7 @@ WRONG_ANSWERS: tuple[WrongAnswer, ...] = (
     _w("certify_nonfinal_claim", "certify", "a non-final claim certified"),
     _w("certify_successor", "certify", "before x+1 certified from through x on a dense order"),
     _w("overwrite_after_conflict", "certify", "a lower cut written on top after a conflict"),
+    _w("certify_provisional", "certify", "a provisional checkpoint's cut counted as coverage"),
     _w("report_unstored", "ingest_report", "ingest_ok reporting a cut whose write failed"),
 )
 BY_NAME: Mapping[str, WrongAnswer] = {w.name: w for w in WRONG_ANSWERS}
@@ -587,7 +589,7 @@ def view_caught(
     decisions (no merge) and a judge call per distinct wrong decision.
     """
     publish = {"epochs_plus_one", "cutover_vs_own_write", "monotone_as_reset"}
-    publish |= {"reset_as_monotone"}
+    publish |= {"reset_as_monotone", "write_equal_cut"}
     if publish <= known and all(name in known for name in MERGE_ANSWERS):
         return set()
     log = view.log
@@ -632,8 +634,8 @@ def _publish_caught(
     judge_write: WriteJudge,
 ) -> set[str]:
     """The publish mistakes of sections 5 and 6 on one view: an epoch assumed +1, a
-    monotone cutover compared with the wrong cut or not held back, a reset one held
-    (``merged``: the right merge of the view)."""
+    monotone cutover compared with the wrong cut or not held back, a reset one held,
+    the record's own claim written again (``merged``: the right merge of the view)."""
     found: set[str] = set()
     order = view.order
     cutover = membership.epoch > record.epoch and isinstance(merged, Cut)
@@ -641,6 +643,13 @@ def _publish_caught(
         assert right.cut is not None
         if judge_write(record.epoch + 1, right.cut):
             found.add("epochs_plus_one")
+    if right.kind == "unchanged" and membership.epoch == record.epoch and isinstance(merged, Cut):
+        try:
+            equal = compare(order, merged, record.cut) == 0
+        except BadValue:
+            equal = False
+        if equal and judge_write(membership.epoch, merged):
+            found.add("write_equal_cut")
     if cutover and isinstance(merged, Cut):
         try:
             below = compare(order, merged, record.cut) < 0

@@ -7,15 +7,17 @@ running. One worker is sent, in turn:
 - a line that is not JSON (the answer's ``id`` must be null);
 - for each level under test, a request of that level with one bad field (the
   answer must carry the request's id): a ``compare`` whose cut kind is
-  ``sideways``, a ``publish`` whose policy is ``sometimes``, an ``ingest`` whose
-  order kind is ``sideways``.
+  ``sideways``, a ``merge`` whose vector holds two checkpoints for one member
+  (docs/semantics.md section 8: refused as a bad value, never merged: taking
+  the first or the last of the two is a finding), a ``publish`` whose policy is
+  ``sometimes``, an ``ingest`` whose order kind is ``sideways``.
 
 Each answer must be an ``error``; that the next probe is answered at all shows the
 SUT kept running. The probes are a phase of their own (``error_handling``), so a
 SUT that handles bad input poorly is told so without its semantic phases being
 hidden.
 
-Cost: one process, 2 + (levels tested) messages each way.
+Cost: one process, 2 + (levels tested) messages each way (3 + levels with ``algebra``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,48 @@ class ProbeResult:
         return not self.violations
 
 
+_DUPLICATE = (
+    "a merge whose vector holds two checkpoints for member A (through 7, then through 3; "
+    "docs/semantics.md section 8: a bad value)"
+)
+
+
+def _duplicate_member_merge(request_id: int) -> dict[str, object]:
+    """A merge request whose vector has two valid, different checkpoints for member A.
+
+    Each alone merges (B holds ``through 5``): a program that keeps the first
+    answers ``through 5``, one that keeps the last ``through 3``; only an error
+    is right.
+    """
+
+    def checkpoint(partition: str, at: int, token: str) -> dict[str, object]:
+        return {
+            "partition": partition,
+            "cut": {"at": at, "kind": "through"},
+            "token": token,
+            "generation": 1,
+            "scope": "q1",
+            "epoch": 1,
+            "finality": "final",
+        }
+
+    return {
+        "type": "merge",
+        "id": request_id,
+        "membership": {
+            "epoch": 1,
+            "scope": "q1",
+            "partitions": {"A": "offsets", "B": "offsets"},
+            "orders": {"offsets": {"name": "offsets", "kind": "integer", "successor": True}},
+        },
+        "checkpoints": [
+            checkpoint("A", 7, "a-7"),
+            checkpoint("B", 5, "b-5"),
+            checkpoint("A", 3, "a-3"),
+        ],
+    }
+
+
 def _bad_requests(
     levels: frozenset[str], first_id: int
 ) -> list[tuple[int, dict[str, object], str]]:
@@ -66,6 +110,8 @@ def _bad_requests(
                 "a compare whose cut kind is 'sideways'",
             )
         )
+        request_id += 1
+        out.append((request_id, _duplicate_member_merge(request_id), _DUPLICATE))
     if "publisher" in levels:
         request_id += 1
         out.append(

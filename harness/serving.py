@@ -111,6 +111,8 @@ class _Request:
     greatest: Coordinate | None = None
     nonfinal: Cut | None = None
     attempted: Cut | None = None
+    #: The cut of a provisional checkpoint the pass was shown in its own key.
+    provisional: Cut | None = None
 
 
 @dataclass
@@ -512,6 +514,8 @@ class Conversation:
                 self._reply(worker, reply_timeout(call.call_id))
                 return f"read_checkpoint {mode_words(mode)}"
             stored = world.stored(*key)
+            if stored is not None and stored.finality is Finality.PROVISIONAL:
+                request.provisional = stored.cut
             self._reply(worker, reply_ok(call.call_id, checkpoint=checkpoint_json(stored)))
             held = "none" if stored is None else f"{stored.cut} gen {stored.generation}"
             return f"read_checkpoint answered {held}"
@@ -730,8 +734,14 @@ class Conversation:
             wrongs.append(("certify_greatest_seen", Cut.through(request.greatest)))
         if request.nonfinal is not None:
             wrongs.append(("certify_nonfinal_claim", request.nonfinal))
+        if request.provisional is not None:
+            wrongs.append(("certify_provisional", request.provisional))
         for name, cut in wrongs:
-            if name in self.caught.names or (stored is not None and stored.cut == cut):
+            if name in self.caught.names:
+                continue
+            # Writing the stored cut again is no change, unless what is stored is not
+            # coverage (a provisional checkpoint counted: certified as final).
+            if stored is not None and stored.cut == cut and stored.finality is Finality.FINAL:
                 continue
             wrong = Checkpoint(
                 key[1],

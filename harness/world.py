@@ -421,7 +421,9 @@ INJECT_KINDS: tuple[str, ...] = (
 )
 
 #: The misconfigurations planted in the key of a reader under test (see World.can_inject).
-READER_INJECT_KINDS: tuple[str, ...] = ("wrong_scope", "wrong_epoch")
+#: A provisional checkpoint planted there is a reader's own progress (see World.inject):
+#: resuming from its token is allowed, counting its cut as coverage is not.
+READER_INJECT_KINDS: tuple[str, ...] = ("wrong_scope", "wrong_epoch", "provisional")
 
 #: The name a ``non_member`` checkpoint is stored under: a partition no epoch lists.
 RETIRED_SUFFIX = "~retired"
@@ -755,6 +757,26 @@ class World:
         )
         return before, self.store_checkpoint(key, checkpoint)
 
+    def _plant_progress(self, key: tuple[int, str]) -> Checkpoint:
+        """A provisional checkpoint in a reader's own key, as a reader's own progress.
+
+        Every finalized event has a durable outcome (the progress was real) and the
+        token resumes right after them (a provider token, or None at the end of the
+        log), so a reader may resume from it (docs/semantics.md section 8). Its cut
+        claims the whole log, more than the source has made final while any event
+        is not: a reader that counts it as coverage (certifies it) breaks
+        ``checkpoint_truth``. Cost: O(events of the partition).
+        """
+        truth = self.truth[key]
+        done = truth.final
+        for ev in truth.log[:done]:
+            self.outcomes.setdefault(ev.id, "processed")
+        token = self.token_for(key[0], key[1], done) if done < len(truth.log) else None
+        progress = Checkpoint(
+            key[1], truth.complete(), token, 1, self.setup.scope, key[0], Finality.PROVISIONAL
+        )
+        return self.store_checkpoint(key, progress, injected=True)
+
     def can_finalize(self, partition: str) -> bool:
         if partition not in self.membership.partitions:
             return False
@@ -781,8 +803,8 @@ class World:
         """Misconfigurations reach the publishers' reads (``env_checkpoints`` worlds), and in
         a world of readers only, a checkpoint of another scope or epoch in a reader's own
         key: its token is another query's or another membership's, never a resume
-        position (a provisional one may be a reader's own progress, so it is not planted
-        there)."""
+        position; or a provisional one, planted as a reader's own progress (its token
+        is a real resume position, its cut claims more than is certified)."""
         if partition not in self.membership.partitions:
             return False
         if not self.setup.env_checkpoints:
@@ -822,6 +844,8 @@ class World:
             scope = f"not-{self.setup.scope}"
         elif kind == "provisional":
             finality = Finality.PROVISIONAL
+            if cut is None and not self.setup.env_checkpoints:
+                return self._plant_progress(key)
         else:
             older = None
             if self.epoch_index > 0:

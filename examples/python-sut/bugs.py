@@ -288,6 +288,27 @@ def _(m: Any) -> None:
     m.merge = merge
 
 
+@bug(
+    "merge-dup-last-wins",
+    "algebra",
+    "error_handling",
+    "two checkpoints for one member in one vector: the last one is taken instead of the "
+    "vector being refused as a bad value",
+)
+def _(m: Any) -> None:
+    def member_vector(membership: Any, checkpoints: Any) -> Any:
+        vector = {}
+        for i, cp in enumerate(checkpoints):
+            if cp.partition not in membership.partitions:
+                continue
+            if cp.cut is not None:
+                m.check_at(membership.order_of(cp.partition), cp.cut, f"checkpoints[{i}].cut")
+            vector[cp.partition] = cp  # a second checkpoint for a member replaces the first
+        return vector
+
+    m.member_vector = member_vector
+
+
 # -- publisher (sections 5, 6) -----------------------------------------------------------
 
 
@@ -378,6 +399,28 @@ def _(m: Any) -> None:
 
     m.Attempt.read_membership = keep_membership
     m.Attempt.settle_lost_write = settle_then_keep
+
+
+@bug(
+    "pub-write-equal",
+    "publisher",
+    "honest_outcome",
+    "a merged cut equal to the record's (same epoch) is written again and reported "
+    "published, instead of stopping with unchanged",
+)
+def _(m: Any) -> None:
+    correct = m.decide
+
+    def decide(policy: str, record: Any, membership: Any, checkpoints: Any) -> Any:
+        decision = correct(policy, record, membership, checkpoints)
+        if decision.outcome == "unchanged":
+            cut, _ = m.merge(membership, checkpoints)
+            order = membership.common_order()
+            if cut is not None and m.compare(order, cut, record.cut) == 0:
+                return m.Decision("write", proposal=m.Proposal(membership.epoch, cut, order))
+        return decision
+
+    m.decide = decide
 
 
 @bug(
@@ -755,3 +798,24 @@ def _(m: Any) -> None:
 )
 def _(m: Any) -> None:
     m.IngestPass.trusted = lambda self, cp: cp is not None
+
+
+@bug(
+    "ckpt-provisional-counted",
+    "checkpointer",
+    "checkpoint_truth",
+    "a provisional checkpoint in the reader's own key is resumed from (allowed) and its cut "
+    "counted as coverage: the pass certifies it as final",
+)
+def _(m: Any) -> None:
+    read_checkpoint = m.IngestPass.read_checkpoint
+
+    def counted(self: Any) -> Any:
+        cp = read_checkpoint(self)
+        if cp is not None and cp.finality != "final" and self.trusted(cp):
+            self.known = cp
+            self.write(cp.cut, cp.token)  # its progress taken for certified coverage
+            return self.known
+        return cp
+
+    m.IngestPass.read_checkpoint = counted

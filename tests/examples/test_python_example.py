@@ -62,14 +62,23 @@ CAUGHT: dict[str, str] = {
     "skip-unclaimed": "checkpoint_truth",
     "ingest-report-unstored": "ingest_report",
     "resume-any-token": "opaque_token",
+    # issue 21: missed by the default budget until the harness learnt each
+    "merge-dup-last-wins": "error_handling",  # the duplicate-member merge probe
+    "pub-write-equal": "honest_outcome",  # a same-epoch write restating the record's claim
+    "ckpt-provisional-counted": "checkpoint_truth",  # a reader's own provisional progress
 }
+
+# Bugs that live where only the algebra level can show them: the harness never hands a
+# publisher or a reader a vector with two checkpoints for one member (its stores hold
+# one per key), so without the algebra level there is nothing to catch.
+ALGEBRA_ONLY = {"merge-dup-last-wins"}
 
 # Missed by the default budget. The first run of this example missed five bugs and
 # three more without the algebra level; each gap became a scripted base or a harness
 # step (docs/conformance.md, "How the search works"), and the list is now empty.
 KNOWN_MISSES: dict[str, str] = {}
 
-FAST = {"relabel", "blind-success", "ckpt-lost-success"}
+FAST = {"relabel", "blind-success", "ckpt-lost-success", "merge-dup-last-wins"}
 
 
 def conform(
@@ -158,7 +167,7 @@ def test_bug_is_caught(bug: str, rule: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", sorted(CAUGHT))
+@pytest.mark.parametrize("bug", sorted(set(CAUGHT) - ALGEBRA_ONLY))
 def test_every_bug_is_caught_without_the_algebra_level(bug: str) -> None:
     """An implementation that declares no algebra level (as many will) still has every bug
     caught: a wrong comparison or merge shows in what its publisher publishes or its

@@ -80,6 +80,13 @@ class Variant:
     #: When ``read_state``'s response is lost, start every partition at ``now - D`` (recent
     #: rows only) instead of asking again: the state in the destination is skipped over.
     recent_without_state: bool = False
+    #: Read a window per sync: ``[resume, upper)`` with ``upper`` the sync's ``now - D``
+    #: rounded to the granularity, ``floor`` (correct) or ``ceil`` (broken: rows inside
+    #: the rounded-up part may not have committed yet), and resume at ``upper``.
+    window: str | None = None
+    #: The resume query's lower bound is inclusive (the state ``before x`` says rows at
+    #: ``x`` are not covered yet); exclusive is broken for a window tool.
+    lower_inclusive: bool = True
     mode: Mode = "merge"
     delivery: Delivery = "exactly-once"
     #: Work per sync, in milliseconds (for budget measurements only; never decides anything).
@@ -88,6 +95,9 @@ class Variant:
 
 CORRECT = Variant("correct")
 CORRECT_HORIZON = Variant("correct-horizon", horizon="first")
+#: A correct tool of another shape: it reads a window per sync, up to ``now - D`` floored
+#: to the granularity (exclusive), and resumes at that edge (inclusive).
+CORRECT_WINDOW = Variant("correct-window", window="floor")
 
 #: The broken variants: name -> (variant, the property the harness must report).
 BROKEN: dict[str, tuple[Variant, str]] = {
@@ -106,6 +116,13 @@ BROKEN: dict[str, tuple[Variant, str]] = {
         Variant("recent-without-state", recent_without_state=True),
         "no_lost_rows",
     ),
+    # issue 21: a window tool that rounds a sub-second upper bound up, and one whose resume
+    # query's lower bound is exclusive where its state says inclusive.
+    "sync-gran-ceil": (Variant("sync-gran-ceil", window="ceil"), "no_lost_rows"),
+    "sync-lower-exclusive": (
+        Variant("sync-lower-exclusive", window="floor", lower_inclusive=False),
+        "no_lost_rows",
+    ),
 }
 HORIZON_BROKEN: dict[str, tuple[Variant, str]] = {
     "horizon-last-page": (Variant("horizon-last-page", horizon="last"), "no_lost_rows"),
@@ -114,6 +131,7 @@ HORIZON_BROKEN: dict[str, tuple[Variant, str]] = {
 VARIANTS: dict[str, Variant] = {
     CORRECT.name: CORRECT,
     CORRECT_HORIZON.name: CORRECT_HORIZON,
+    CORRECT_WINDOW.name: CORRECT_WINDOW,
     **{name: v for name, (v, _) in BROKEN.items()},
     **{name: v for name, (v, _) in HORIZON_BROKEN.items()},
 }
@@ -134,6 +152,10 @@ def attempt(call: Callable[[], T]) -> T:
 
 def floor(value: int, step: int) -> int:
     return value - value % step
+
+
+def ceil(value: int, step: int) -> int:
+    return -floor(-value, step)
 
 
 class ReferenceTool(Tool):
@@ -182,6 +204,14 @@ class ReferenceTool(Tool):
                 lower = None if resume is None else Bound(floor(resume, g), True)
                 rows, horizon = self._read(source, p, lower, None)
                 rows = [r for r in rows if resume is None or r.at > resume]
+            elif v.window is not None:
+                edge = request.now - src.max_commit_delay
+                upper = ceil(edge, g) if v.window == "ceil" else floor(edge, g)
+                lower = None if resume is None else Bound(resume, v.lower_inclusive)
+                if resume is not None and resume >= upper:
+                    rows, horizon = [], None
+                else:
+                    rows, horizon = self._read(source, p, lower, Bound(upper, False))
             elif v.seconds_gap:
                 upper = floor(request.now - src.max_commit_delay, g) - g
                 lower = None if resume is None else Bound(resume, True)
@@ -226,8 +256,11 @@ class ReferenceTool(Tool):
         v = self.variant
         src = request.source
         g = src.granularity
-        if v.seconds_gap:
-            new: int | None = floor(request.now - src.max_commit_delay, g)
+        if v.window is not None:
+            edge = request.now - src.max_commit_delay
+            new: int | None = ceil(edge, g) if v.window == "ceil" else floor(edge, g)
+        elif v.seconds_gap:
+            new = floor(request.now - src.max_commit_delay, g)
         elif v.horizon is not None:
             new = None if horizon is None else floor(horizon, g)
         elif not rows:

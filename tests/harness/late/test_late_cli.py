@@ -202,7 +202,7 @@ def test_a_tool_that_is_no_sync_tool_is_told_so() -> None:
     ("world", "seed", "words"),
     [
         ([], "-31", "no such base"),
-        (["--world", "late-commits"], "-31", "there are 7 stories"),
+        (["--world", "late-commits"], "-31", "there are 8 stories"),
         (["--world", "late-commits"], str(-(1 + 32 * (1024 * 900 + 6))), "does not have"),
     ],
 )

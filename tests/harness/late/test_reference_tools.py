@@ -12,7 +12,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from late_tools import BROKEN, CORRECT, CORRECT_HORIZON, HORIZON_BROKEN, InProcessTool, Variant
+from late_tools import (
+    BROKEN,
+    CORRECT,
+    CORRECT_HORIZON,
+    CORRECT_WINDOW,
+    HORIZON_BROKEN,
+    InProcessTool,
+    Variant,
+)
 
 from fencepost.harness.late_power import WRONG_ANSWERS
 from fencepost.harness.late_search import LateOptions, LateReport, late_conform
@@ -32,6 +40,8 @@ EXPECTED: dict[str, tuple[str, str, list[str]]] = {
     "append-exactly-once": ("", "late-behind-greatest", []),
     "recent-without-state": ("never-in-range", "late-behind-greatest", ["r05"]),
     "horizon-last-page": ("committed-behind-read", "behind-a-page", ["r15"]),
+    "sync-gran-ceil": ("committed-behind-read", "window-edges", ["r20h"]),
+    "sync-lower-exclusive": ("between-ranges", "lost-commit", ["r18"]),
 }
 
 #: broken variant -> what its first lost row's headline says, clause by clause in the order
@@ -80,6 +90,8 @@ WRONG: dict[str, str] = {
     "short-lag": "short-lag",
     "lag-from-read": "lag-from-read",
     "append-exactly-once": "append-reread",
+    "sync-gran-ceil": "ceil-window",
+    "sync-lower-exclusive": "exclusive-lower",
 }
 
 _CORRECT_RUN: dict[bool, LateReport] = {}
@@ -108,9 +120,18 @@ def test_the_correct_tool_passes_and_every_wrong_answer_would_have_been_caught()
         "crash-between-commits",
         "lost-commit",
         "behind-a-page",
+        "window-edges",
         "random",
     }
     assert set(WRONG) == {n for n in WRONG if WRONG[n] in WRONG_ANSWERS}
+
+
+def test_the_correct_window_tool_passes() -> None:
+    """A tool of another shape: a window per sync up to now - D floored, resumed inclusive
+    at its edge (the two issue-21 bugs are each one decision away from it)."""
+    report = late_conform(InProcessTool(CORRECT_WINDOW), DEFAULT)
+    assert report.ok, [str(f.violation) for f in report.findings]
+    assert report.totals.runs_losing == 0
 
 
 def test_the_correct_tool_on_the_horizon_passes_too() -> None:
