@@ -31,7 +31,7 @@ CAUGHT: dict[str, str] = {
     "string-nfkc": "algebra_compare",
     "compare-succ-ignored": "algebra_compare",
     "nothing-as-zero": "algebra_compare",
-    "int-as-text": "algebra_compare",
+    "int-as-text": "algebra_merge",  # a random merge case fails before a compare does
     "sentinel-min": "algebra_merge",
     "reason-order": "algebra_merge",
     "skip-missing": "algebra_merge",
