@@ -457,9 +457,11 @@ def caught_by(case: AlgebraCase, known: set[str] | frozenset[str] = frozenset())
 def classes_of(case: AlgebraCase) -> set[str]:
     """The value classes (harness/classes.py) one case holds."""
     if isinstance(case, CompareCase):
-        return coordinate_classes(c.at for c in (case.a, case.b) if c.at is not None)
+        exact = case.order.successor
+        return coordinate_classes((c.at for c in (case.a, case.b) if c.at is not None), exact)
     m = case.membership
-    found = coordinate_classes(c.cut.at for c in case.checkpoints if c.cut.at is not None)
+    exact = any(o.successor for o in m.orders.values())
+    found = coordinate_classes((c.cut.at for c in case.checkpoints if c.cut.at is not None), exact)
     held = {c.partition for c in case.checkpoints}
     found |= name_classes([(m.epoch, list(m.partitions), any(p not in held for p in m.partitions))])
     if len(set(m.partitions.values())) > 1:

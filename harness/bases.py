@@ -604,6 +604,87 @@ _NAMES_PUBLISHER_BASE: tuple[Action, ...] = (
 )
 
 
+#: The integer value classes at the publisher level alone (an implementation that declares
+#: no ``algebra`` level meets them here): ``nothing`` beside negative coordinates,
+#: negatives whose order differs as text, 9 beside 10, three members, and a successor
+#: edge restated. Offsets. A stores a progress token with no coverage while B certifies
+#: ``before -3`` and C ``through -4`` (the same claim): the merge withholds
+#: ``no_coverage`` (a program that ranks ``nothing`` as coordinate 0, ``before 0``,
+#: takes ``through -4`` for the minimum, or calls it behind the record's ``nothing``).
+#: A certifies ``through -2``: the record becomes ``through -4`` (the tie with
+#: ``before -3`` goes to the smaller coordinate; ranked by exclusive bound, -1 against
+#: -3, as text "-1" sorts below "-3"). C moves on to ``through 99`` and the merge is B's
+#: ``before -3``, the record's claim on offsets: ``unchanged`` (a comparison that
+#: ignores the exact successor writes it again).
+_CLASSES_PUBLISHER = WorldSetup(
+    order=OFFSETS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events("A", -4, -2, 10)),
+                PartitionSetup("B", _events("B", -4, 0, 9)),
+                PartitionSetup("C", _events("C", -4, 9, 99)),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_CLASSES_PUBLISHER_BASE: tuple[Action, ...] = (
+    Certify("A", NOTHING),  # a progress token, no coverage
+    Certify("B", Cut.before(-3)),
+    Certify("C", Cut.through(-4)),
+    Publish("w1"),
+    *_answers("w1", 4),  # withheld no_coverage: A certified nothing
+    Certify("A", Cut.through(-2)),
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through -4 (not through -2: "-1" < "-3" as text)
+    Certify("C", Cut.through(99)),
+    Publish("w1"),
+    *_answers("w1", 4),  # the merge is before -3, the record's claim: unchanged
+)
+
+#: The string value classes at the publisher level alone: the empty string, a prefix
+#: (``a``, ``ab``), case variants (``B``, ``b``, and ``B`` below ``a`` by code point but
+#: above it ignoring case), a combining mark (``e`` + U+0301 below ``f`` by code point,
+#: equal to U+00E9 above ``f`` after normalisation) and a character above U+FFFF, across
+#: three members. A certifies ``through B``, B ``through a``, C ``through ab``: the
+#: minimum is ``through B`` (ignoring case, ``a`` ranks below ``b`` and ``through a`` is
+#: published beyond A's claim). Then A ``through e + U+0301``, B ``through f``, C
+#: ``through U+00E9``: the minimum is A's (after NFC or NFKC it ranks above ``f``, and
+#: ``through f`` is published beyond A's claim).
+_STRINGS_PUBLISHER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events_at("A", "", "B", "e\u0301", ASTRAL)),
+                PartitionSetup("B", _events_at("B", "", "a", "b", "f")),
+                PartitionSetup("C", _events_at("C", "ab", "\u00e9")),
+            ),
+        ),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_STRINGS_PUBLISHER_BASE: tuple[Action, ...] = (
+    Certify("A", Cut.through("B")),
+    Certify("B", Cut.through("a")),
+    Certify("C", Cut.through("ab")),
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through "B" (code point: "B" < "a")
+    Certify("A", Cut.through("e\u0301")),
+    Certify("B", Cut.through("f")),
+    Certify("C", Cut.through("\u00e9")),
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through "e" + U+0301 (code point: below "f")
+)
+
+
 @dataclass(frozen=True)
 class Base:
     """A scripted base of the exhaustive search: a small world and a schedule racing its
@@ -768,6 +849,22 @@ BASES: dict[str, Base] = {
             _NAMES_PUBLISHER,
             _NAMES_PUBLISHER_BASE,
             "member names differing only in case or in Unicode normalisation; four members",
+        ),
+        Base(
+            "publisher-classes",
+            "publisher",
+            _CLASSES_PUBLISHER,
+            _CLASSES_PUBLISHER_BASE,
+            "integer value classes: nothing beside negative coordinates, negatives and "
+            "different digit counts, three members, a successor edge restated (unchanged)",
+        ),
+        Base(
+            "publisher-strings",
+            "publisher",
+            _STRINGS_PUBLISHER,
+            _STRINGS_PUBLISHER_BASE,
+            "string value classes: the empty string, a prefix, case variants, a combining "
+            "mark, a character above U+FFFF; three members",
         ),
     )
 }

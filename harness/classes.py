@@ -31,6 +31,7 @@ CLASSES: Mapping[str, str] = {
     "two_pow_53": "an integer past 2^53 (not exact as a double)",
     "two_pow_63": "an integer at 2^63 - 1 or past it (the 64-bit edge)",
     "beyond_64_bits": "an integer past 2^64",
+    "successor_edge": "x and x+1 on an exact order (through x is before x+1)",
     "empty_string": "the empty string as a coordinate",
     "prefix": "a string coordinate that is a proper prefix of another",
     "case_variants": "string coordinates differing only in case",
@@ -45,8 +46,9 @@ CLASSES: Mapping[str, str] = {
 }
 
 
-def coordinate_classes(values: Iterable[Coordinate]) -> set[str]:
-    """The coordinate classes ``values`` hold together."""
+def coordinate_classes(values: Iterable[Coordinate], successor: bool = False) -> set[str]:
+    """The coordinate classes ``values`` hold together (``successor``: they are of an
+    order with an exact successor, where x beside x+1 is a successor edge)."""
     values = list(values)
     found: set[str] = set()
     ints = sorted({v for v in values if isinstance(v, int)})
@@ -66,6 +68,8 @@ def coordinate_classes(values: Iterable[Coordinate]) -> set[str]:
             found.add("beyond_64_bits")
     if len({len(str(abs(v))) for v in ints}) > 1:
         found.add("digit_counts")
+    if successor and any(b - a == 1 for a, b in itertools.pairwise(ints)):
+        found.add("successor_edge")
     folded: dict[str, str] = {}
     for s in strs:
         if s == "":
@@ -126,7 +130,8 @@ def world_classes(setup: object) -> frozenset[str]:
                 any(not p.events for p in epoch.partitions),
             )
         )
-    found = coordinate_classes(coordinates) | name_classes(epochs)
+    successor = setup.order.successor
+    found = coordinate_classes(coordinates, successor) | name_classes(epochs)
     if orders:
         found.add("incomparable_orders")
     return frozenset(found)

@@ -32,12 +32,21 @@ weighing is under a tenth of the harness's CPU (docs/performance.md).
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fencepost.judge.cuts import compare, minimum, same_claim
-from fencepost.judge.decide import AttemptLog, Decision, Reported, decide_merged, judge_outcome
+from fencepost.judge.decide import (
+    AttemptLog,
+    Decision,
+    Reported,
+    WriteAnswer,
+    WriteSeen,
+    decide_merged,
+    judge_outcome,
+)
 from fencepost.judge.merge import Withheld, WithheldReason, merge
 from fencepost.judge.values import (
     BadValue,
@@ -92,6 +101,9 @@ WRONG_ANSWERS: tuple[WrongAnswer, ...] = (
     _w("min_as_text", "merge", "the minimum of integer coordinates taken as text"),
     _w("min_utf16", "merge", "the minimum of strings taken in UTF-16 order"),
     _w("min_float64", "merge", "the minimum taken over 64-bit floats"),
+    _w("min_casefold", "merge", "the minimum of strings taken ignoring case (casefold)"),
+    _w("min_normalised", "merge", "the minimum of strings taken after NFKC normalisation"),
+    _w("nothing_as_zero", "merge", "a member at nothing taken as before 0 in the minimum"),
     _w("first_two_members", "merge", "only the first two members merged (right for two only)"),
     _w("first_kind_on_tie", "merge", "at a tied coordinate the endpoint kind met first kept"),
     _w("names_case_insensitive", "merge", "checkpoints matched to members ignoring case"),
@@ -108,6 +120,7 @@ WRONG_ANSWERS: tuple[WrongAnswer, ...] = (
     _w("stale_cut_after_conflict", "publish", "the old cut written again after a conflict"),
     _w("old_epoch_after_fence", "publish", "after a lost write, retried in the old epoch"),
     _w("write_equal_cut", "publish", "the record's own claim written again in the same epoch"),
+    _w("successor_ignored", "publish", "through x ranked below before x+1 on an exact order"),
     _w("published_after_giving_up", "outcome", "published reported after giving up"),
     _w("published_on_lost_write", "outcome", "a lost write response taken as published"),
     _w("confirmed_newer_epoch", "outcome", "confirmed from a newer-epoch record at or past it"),
@@ -195,6 +208,21 @@ def _float64(a: Coordinate, b: Coordinate) -> int:
             return _true_coordinates(a, b)
         return (fa > fb) - (fa < fb)
     return _true_coordinates(a, b)
+
+
+def _folded(fold: Callable[[str], str]) -> CoordinateCompare:
+    """Strings compared after ``fold`` (casefold, a normalisation); integers exactly."""
+
+    def compare_folded(a: Coordinate, b: Coordinate) -> int:
+        if isinstance(a, str) and isinstance(b, str):
+            return _true_coordinates(fold(a), fold(b))
+        return _true_coordinates(a, b)
+
+    return compare_folded
+
+
+_CASEFOLD = _folded(str.casefold)
+_NFKC = _folded(lambda s: unicodedata.normalize("NFKC", s))
 
 
 def _true_coordinates(a: Coordinate, b: Coordinate) -> int:
@@ -327,6 +355,24 @@ def wrong_merge(
         return _valid_minimum(
             membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _float64)
         )
+    if name == "min_casefold":
+        return _valid_minimum(
+            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _CASEFOLD)
+        )
+    if name == "min_normalised":
+        return _valid_minimum(
+            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _NFKC)
+        )
+    if name == "nothing_as_zero":
+        zeroed = [
+            dataclasses.replace(c, cut=Cut.before(0))
+            if c.cut.is_nothing
+            and c.partition in membership.partitions
+            and membership.order_of(c.partition).kind == "integer"
+            else c
+            for c in checkpoints
+        ]
+        return merge(membership, zeroed)
     if name == "first_two_members":
         return merge(_keep(membership, members[:2]), checkpoints) if len(members) > 2 else None
     if name == "first_kind_on_tie":
@@ -589,7 +635,7 @@ def view_caught(
     decisions (no merge) and a judge call per distinct wrong decision.
     """
     publish = {"epochs_plus_one", "cutover_vs_own_write", "monotone_as_reset"}
-    publish |= {"reset_as_monotone", "write_equal_cut"}
+    publish |= {"reset_as_monotone", "write_equal_cut", "successor_ignored"}
     if publish <= known and all(name in known for name in MERGE_ANSWERS):
         return set()
     log = view.log
@@ -668,7 +714,52 @@ def _publish_caught(
             wrong = Decision("withheld", WithheldReason.CUTOVER_PENDING)
             if _decision_rejected(view, wrong, membership.epoch, judge_write):
                 found.add("reset_as_monotone")
+    if _successor_ignored(view, right, record, membership, merged, judge_write):
+        found.add("successor_ignored")
     return found
+
+
+def _successor_ignored(
+    view: View,
+    right: Decision,
+    record: Record,
+    membership: Membership,
+    merged: Cut | Withheld,
+    judge_write: WriteJudge,
+) -> bool:
+    """On an exact order, a comparison that ranks ``through x`` below ``before x+1`` (the
+    same claim) decides differently when the merge and the record are that pair: in the
+    record's epoch it writes the claim again (``before x+1`` over ``through x``: the judge
+    rejects the ``published`` that follows); at a monotone cutover it holds ``through x``
+    back as ``cutover_pending`` below ``before x+1``."""
+    order = view.order
+    if not isinstance(merged, Cut) or order.kind != "integer" or not order.successor:
+        return False
+    try:
+        dense = _bent(order, merged, record.cut, _true_coordinates)
+        true = compare(order, merged, record.cut)
+    except (BadValue, TypeError):
+        return False
+    if dense == true:
+        return False
+    if membership.epoch == record.epoch and dense > 0 and right.kind == "unchanged":
+        log = dataclasses.replace(
+            view.log,
+            writes=[
+                *view.log.writes,
+                WriteSeen(
+                    view.log.seq + 1, "hypothetical", record.epoch, merged, WriteAnswer.APPLIED
+                ),
+            ],
+        )
+        reported = Reported("published", record.epoch, merged)
+        return bool(judge_outcome(order, log, reported)) or judge_write(record.epoch, merged)
+    if membership.epoch > record.epoch and dense < 0 and view.policy == "monotone":
+        wrong = Decision("withheld", WithheldReason.CUTOVER_PENDING)
+        return right.kind == "write" and _decision_rejected(
+            view, wrong, membership.epoch, judge_write
+        )
+    return False
 
 
 def outcome_caught(

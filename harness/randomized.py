@@ -131,9 +131,11 @@ def _pool(
     if kind == "string":
         if not edges:
             return list(_STR_POOLS[0])
-        # Every string class: the empty string, a prefix pair, a case pair, a combining
-        # mark, a character above U+FFFF (and one below it that UTF-16 ranks above).
-        return sorted({"", "a", "ab", "B", "b", rng.choice(("e\u0301", "\u00e9")), "\U0001f600"})
+        # Every string class: the empty string, a prefix pair, a case pair ("B" below "a"
+        # by code point, above it ignoring case), a combining mark beside "f" (e + U+0301
+        # below it, its NFC/NFKC form U+00E9 above it), a character above U+FFFF.
+        mark = rng.choice(("e\u0301", "\u00e9"))
+        return sorted({"", "a", "ab", "B", "b", mark, "f", "\U0001f600"})
     if not edges:
         return list(_INT_POOLS[0])
     # One value of each integer class (harness/classes.py), six classes of seven.

@@ -121,6 +121,109 @@ def _(m: Any) -> None:
     m.is_nothing = lambda cut: cut is None or not cut.at
 
 
+@bug(
+    "string-casefold",
+    "algebra",
+    "algebra_compare",
+    "string coordinates compared ignoring case (casefold): B and b one coordinate, a below B",
+)
+def _(m: Any) -> None:
+    correct = m.compare_coordinates
+
+    def compare_coordinates(x: Any, y: Any) -> int:
+        if isinstance(x, str) and isinstance(y, str):
+            return int(correct(x.casefold(), y.casefold()))
+        return int(correct(x, y))
+
+    m.compare_coordinates = compare_coordinates
+
+
+@bug(
+    "string-nfkc",
+    "algebra",
+    "algebra_compare",
+    "string coordinates compared after NFKC normalisation: e + U+0301 ranked as U+00E9",
+)
+def _(m: Any) -> None:
+    import unicodedata
+
+    correct = m.compare_coordinates
+
+    def compare_coordinates(x: Any, y: Any) -> int:
+        if isinstance(x, str) and isinstance(y, str):
+            nx, ny = unicodedata.normalize("NFKC", x), unicodedata.normalize("NFKC", y)
+            return int(correct(nx, ny))
+        return int(correct(x, y))
+
+    m.compare_coordinates = compare_coordinates
+
+
+@bug(
+    "compare-succ-ignored",
+    "algebra",
+    "algebra_compare",
+    "compare ignores the exact successor: through x ranks below before x+1 on offsets",
+)
+def _(m: Any) -> None:
+    m.has_successor = lambda order: False
+
+
+@bug(
+    "nothing-as-zero",
+    "algebra",
+    "algebra_compare",
+    "the cut nothing is compared as before 0 on integer orders (a negative cut ranks below it)",
+)
+def _(m: Any) -> None:
+    correct = m.compare
+
+    def compare(order: Any, a: Any, b: Any) -> int:
+        if order.kind == "integer":
+            a = m.Cut(0, "before") if a is None else a
+            b = m.Cut(0, "before") if b is None else b
+        return int(correct(order, a, b))
+
+    m.compare = compare
+
+
+@bug(
+    "int-as-text",
+    "algebra",
+    "algebra_compare",
+    "integer coordinates compared as decimal text: 10 below 9, -1 below -3",
+)
+def _(m: Any) -> None:
+    correct = m.compare_coordinates
+
+    def compare_coordinates(x: Any, y: Any) -> int:
+        if isinstance(x, int) and isinstance(y, int):
+            return int(correct(str(x), str(y)))
+        return int(correct(x, y))
+
+    m.compare_coordinates = compare_coordinates
+
+
+@bug(
+    "sentinel-min",
+    "algebra",
+    "algebra_merge",
+    "the merge minimum starts from a 32-bit sentinel, through 2^31-1, on integer orders",
+)
+def _(m: Any) -> None:
+    correct = m.merge
+
+    def merge(membership: Any, checkpoints: Any) -> Any:
+        cut, reason = correct(membership, checkpoints)
+        order = membership.common_order()
+        if reason is None and order.kind == "integer":
+            sentinel = m.Cut(2**31 - 1, "through")
+            if m.compare(order, sentinel, cut) < 0:
+                return sentinel, None
+        return cut, reason
+
+    m.merge = merge
+
+
 # -- algebra: merge (section 4) ----------------------------------------------------------
 
 

@@ -204,6 +204,49 @@ def test_value_classes_are_recognised() -> None:
     }
     names = BASES["publisher-names"].setup
     assert {"names_case_only", "names_normalisation", "three_members"} <= world_classes(names)
+    assert "successor_edge" in coordinate_classes([9, 10], successor=True)
+    assert "successor_edge" not in coordinate_classes([9, 10])  # dense: no edge
+    assert "successor_edge" not in coordinate_classes([8, 10], successor=True)
+
+
+def test_the_publisher_alone_meets_every_coordinate_class_and_its_wrong_answers() -> None:
+    """An implementation that declares no algebra level still has its string, nothing and
+    successor comparisons weighed: the bases publisher-classes and publisher-strings hold
+    the classes, and a run of them would catch each of those mistakes (issue 21)."""
+    report = conform(
+        InProcessSut(),
+        ConformOptions(
+            levels=frozenset({"publisher"}),
+            schedules=0,
+            only=frozenset(
+                {
+                    exhaustive_phase("publisher-classes", 1),
+                    exhaustive_phase("publisher-strings", 1),
+                }
+            ),
+        ),
+    )
+    assert report.ok, report.failures
+    data = report_json(report)
+    power = data["power"]
+    assert isinstance(power, dict)
+    for name in ("min_casefold", "min_normalised", "nothing_as_zero", "successor_ignored"):
+        assert power[name]["runs"] > 0, name
+    classes = data["classes"]
+    assert isinstance(classes, dict)
+    held = {name for name, runs in classes["publisher"].items() if runs > 0}
+    assert {
+        "negative",
+        "zero",
+        "digit_counts",
+        "successor_edge",
+        "empty_string",
+        "prefix",
+        "case_variants",
+        "combining_marks",
+        "astral",
+        "three_members",
+    } <= held
 
 
 def test_random_worlds_keep_to_a_declared_range_and_draw_classes_at_every_level() -> None:

@@ -52,6 +52,26 @@ def test_published_needs_an_acknowledged_write_of_the_same_claim() -> None:
     assert props(log, Reported("published", 1, Cut.through(3))) == {Property.HONEST_OUTCOME}
 
 
+def test_published_must_write_ahead_of_the_record_it_replaced() -> None:
+    """Section 5: a write in the record's epoch is strictly ahead of it. before 10 over
+    through 9 on offsets restates the record's claim (a comparison that ignores the
+    exact successor makes it); the attempt should have ended unchanged."""
+    restated = AttemptLog("monotone")
+    restated.show_record(Record(1, Cut.through(9), 3))
+    restated.wrote("w-1", 1, Cut.before(10), WriteAnswer.APPLIED)
+    restated.show_record(Record(1, Cut.before(10), 4), "ack")
+    assert props(restated, Reported("published", 1, Cut.before(10))) == {Property.HONEST_OUTCOME}
+    ahead = AttemptLog("monotone")
+    ahead.show_record(Record(1, Cut.through(9), 3))
+    ahead.wrote("w-1", 1, Cut.through(10), WriteAnswer.APPLIED)
+    assert props(ahead, Reported("published", 1, Cut.through(10))) == set()
+    # A cutover to a newer epoch may write the same cut (section 6: at least the record).
+    cutover = AttemptLog("monotone")
+    cutover.show_record(Record(1, Cut.through(9), 3))
+    cutover.wrote("w-1", 2, Cut.before(10), WriteAnswer.APPLIED)
+    assert props(cutover, Reported("published", 2, Cut.before(10))) == set()
+
+
 def test_confirmed_needs_a_later_record_showing_the_claim() -> None:
     log = AttemptLog("monotone")
     log.show_record(Record(1, Cut.nothing(), 0))
