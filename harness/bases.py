@@ -685,6 +685,47 @@ _STRINGS_PUBLISHER_BASE: tuple[Action, ...] = (
 )
 
 
+#: String edges at the publisher level alone, two members on one string order: a prefix
+#: and its extension (``ab`` listed before ``a``, then ``x`` before ``xy``: a comparison
+#: that calls a prefix equal keeps whichever member it met first, or last, and publishes
+#: the longer string beyond the other member's claim), and both endpoint kinds at one
+#: string (``through m`` beside ``before m``: a comparison that ranks ``before`` above
+#: ``through`` on strings publishes ``through m``, which B never certified); then a
+#: cutover to a membership with no partitions, which withholds ``no_coverage``.
+_STRING_EDGES_PUBLISHER = WorldSetup(
+    order=KEYS,
+    epochs=(
+        EpochSetup(
+            1,
+            (
+                PartitionSetup("A", _events_at("A", "ab", "m", "x")),
+                PartitionSetup("B", _events_at("B", "a", "m", "xy")),
+            ),
+        ),
+        EpochSetup(2, ()),
+    ),
+    publishers=("w1", "w2"),
+    env_checkpoints=True,
+)
+
+_STRING_EDGES_PUBLISHER_BASE: tuple[Action, ...] = (
+    Certify("A", Cut.through("ab")),
+    Certify("B", Cut.through("a")),
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through "a" (a prefix is below its extension)
+    Certify("A", Cut.through("m")),
+    Certify("B", Cut.before("m")),
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes before "m" (before x is below through x)
+    Certify("A", Cut.through("x")),
+    Certify("B", Cut.through("xy")),
+    Publish("w1"),
+    *_answers("w1", 4),  # w1 publishes through "x"
+    Reshard(),  # epoch 2: no partitions at all
+    Publish("w2"),
+    *_answers("w2", 3),  # withheld no_coverage (an empty membership certifies nothing)
+)
+
 @dataclass(frozen=True)
 class Base:
     """A scripted base of the exhaustive search: a small world and a schedule racing its
@@ -865,6 +906,14 @@ BASES: dict[str, Base] = {
             _STRINGS_PUBLISHER_BASE,
             "string value classes: the empty string, a prefix, case variants, a combining "
             "mark, a character above U+FFFF; three members",
+        ),
+        Base(
+            "publisher-string-edges",
+            "publisher",
+            _STRING_EDGES_PUBLISHER,
+            _STRING_EDGES_PUBLISHER_BASE,
+            "a prefix beside its extension (either listed first), both endpoint kinds at "
+            "one string, a cutover to a membership with no partitions",
         ),
     )
 }
