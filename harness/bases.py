@@ -688,8 +688,9 @@ _STRINGS_PUBLISHER_BASE: tuple[Action, ...] = (
 #: String edges at the publisher level alone, two members on one string order: a prefix
 #: and its extension (``ab`` listed before ``a``, then ``x`` before ``xy``: a comparison
 #: that calls a prefix equal keeps whichever member it met first, or last, and publishes
-#: the longer string beyond the other member's claim), and both endpoint kinds at one
-#: string (``through m`` beside ``before m``: a comparison that ranks ``before`` above
+#: the longer string beyond the other member's claim; and ``through ab`` after the
+#: record's ``through a``, which such a comparison calls no progress), and both endpoint
+#: kinds at one string (``through m`` beside ``before m``: a comparison that ranks ``before`` above
 #: ``through`` on strings publishes ``through m``, which B never certified); then a
 #: cutover to a membership with no partitions, which withholds ``no_coverage``.
 _STRING_EDGES_PUBLISHER = WorldSetup(
@@ -699,7 +700,7 @@ _STRING_EDGES_PUBLISHER = WorldSetup(
             1,
             (
                 PartitionSetup("A", _events_at("A", "ab", "m", "x")),
-                PartitionSetup("B", _events_at("B", "a", "m", "xy")),
+                PartitionSetup("B", _events_at("B", "a", "ab", "m", "xy")),
             ),
         ),
         EpochSetup(2, ()),
@@ -713,6 +714,9 @@ _STRING_EDGES_PUBLISHER_BASE: tuple[Action, ...] = (
     Certify("B", Cut.through("a")),
     Publish("w1"),
     *_answers("w1", 4),  # w1 publishes through "a" (a prefix is below its extension)
+    Certify("B", Cut.through("ab")),
+    Publish("w2"),
+    *_answers("w2", 4),  # w2 publishes through "ab": ahead of the record's through "a"
     Certify("A", Cut.through("m")),
     Certify("B", Cut.before("m")),
     Publish("w2"),
@@ -725,6 +729,7 @@ _STRING_EDGES_PUBLISHER_BASE: tuple[Action, ...] = (
     Publish("w2"),
     *_answers("w2", 3),  # withheld no_coverage (an empty membership certifies nothing)
 )
+
 
 @dataclass(frozen=True)
 class Base:
