@@ -218,7 +218,7 @@ def _published(order: Order, log: AttemptLog, reported: Reported) -> list[Findin
             )
         ]
     if any(w.epoch == reported.epoch and _same(order, w.cut, reported.cut) for w in acks):
-        return _restated(order, log, acks)
+        return []
     last = acks[-1]
     return [
         (
@@ -227,38 +227,6 @@ def _published(order: Order, log: AttemptLog, reported: Reported) -> list[Findin
             f"write {last.op_id} was {show(last.epoch, last.cut)}",
         )
     ]
-
-
-def _restated(order: Order, log: AttemptLog, acks: list[WriteSeen]) -> list[Finding]:
-    """Section 5: in the record's epoch a cut is written only when strictly ahead of the
-    record. An acknowledged write replaced the record at the revision it expected, which
-    the attempt can only have learnt from a record it was shown: the latest one shown
-    before the write. A write in that record's epoch whose cut is not ahead of it (the
-    same claim in another representation, ``before x+1`` over ``through x`` on an exact
-    order) is a decision its reads do not support: the attempt should have ended
-    ``unchanged``. Cost: O(W + S)."""
-    for write in acks:
-        before = [s for s in log.shown if s.seq < write.seq]
-        if not before:
-            continue
-        record = before[-1].record
-        if record.epoch != write.epoch:
-            continue
-        try:
-            ahead = compare(order, write.cut, record.cut) > 0
-        except BadValue:
-            continue
-        if not ahead:
-            return [
-                (
-                    Property.HONEST_OUTCOME,
-                    f"wrote {show(write.epoch, write.cut)} ({write.op_id}) over the record "
-                    f"{show(record.epoch, record.cut)} it was shown, which already claims at "
-                    "least as much: in the record's epoch only a cut strictly ahead is "
-                    "written (docs/semantics.md section 5), else the attempt ends unchanged",
-                )
-            ]
-    return []
 
 
 def _confirmed(order: Order, log: AttemptLog, reported: Reported) -> list[Finding]:
