@@ -679,6 +679,81 @@ def _(m: Any) -> None:
 
 
 @bug(
+    "string-prefix-equal",
+    "algebra",
+    "algebra_compare",
+    "a string coordinate and its extension compared as equal (a and ab one coordinate)",
+)
+def _(m: Any) -> None:
+    correct = m.compare_coordinates
+
+    def compare_coordinates(x: Any, y: Any) -> int:
+        if isinstance(x, str) and isinstance(y, str):
+            n = min(len(x), len(y))
+            return int(correct(x[:n], y[:n]))
+        return int(correct(x, y))
+
+    m.compare_coordinates = compare_coordinates
+
+
+@bug(
+    "string-kinds-swapped",
+    "algebra",
+    "algebra_compare",
+    "on string orders, before x ranked above through x",
+)
+def _(m: Any) -> None:
+    correct = m.compare
+
+    def compare(order: Any, a: Any, b: Any) -> int:
+        if (
+            order.kind == "string"
+            and a is not None
+            and b is not None
+            and a.at == b.at
+            and a.kind != b.kind
+        ):
+            return -int(correct(order, a, b))
+        return int(correct(order, a, b))
+
+    m.compare = compare
+
+
+@bug(
+    "empty-membership-nothing",
+    "algebra",
+    "algebra_merge",
+    "a membership with no partitions merges to nothing instead of withholding no_coverage",
+)
+def _(m: Any) -> None:
+    correct = m.merge
+
+    def merge(membership: Any, checkpoints: Any) -> Any:
+        if not membership.partitions:
+            return None, None
+        return correct(membership, checkpoints)
+
+    m.merge = merge
+
+
+@bug(
+    "checkpoints-epoch-plus-one",
+    "publisher",
+    "honest_outcome",
+    "on a cutover, the checkpoints of the record's epoch + 1 are read, not the membership's",
+)
+def _(m: Any) -> None:
+    read_checkpoints = m.Attempt.read_checkpoints
+
+    def plus_one(self: Any, epoch: int) -> Any:
+        if self.record is not None and epoch > self.record.epoch:
+            epoch = self.record.epoch + 1
+        return read_checkpoints(self, epoch)
+
+    m.Attempt.read_checkpoints = plus_one
+
+
+@bug(
     "reset-keeps-cache",
     "publisher",
     "reset",

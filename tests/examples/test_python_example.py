@@ -72,6 +72,12 @@ CAUGHT: dict[str, str] = {
     "merge-dup-last-wins": "error_handling",  # the duplicate-member merge probe
     "pub-write-equal": "honest_outcome",  # a same-epoch write restating the record's claim
     "ckpt-provisional-counted": "checkpoint_truth",  # a reader's own provisional progress
+    # a second clean-room implementation's misses (publisher-string-edges; the judge's
+    # rule that an attempt decides from its membership epoch's checkpoints)
+    "string-prefix-equal": "algebra_compare",
+    "string-kinds-swapped": "algebra_compare",
+    "empty-membership-nothing": "algebra_merge",
+    "checkpoints-epoch-plus-one": "honest_outcome",
 }
 
 # Bugs that live where only the algebra level can show them: the harness never hands a
