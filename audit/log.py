@@ -542,6 +542,9 @@ PICKLE_DISPATCH: dict[Any, Any] = {
 #: cut at, revision, op_id)``, a cut kind of None standing for the nothing cut.
 Entry = tuple[str, int, str, int, int, Any]
 _STATUS_OF = {s.value: s for s in Status}
+#: Records seen recently, reused (immutable; a revision's ack and the reads showing it
+#: are one record): bounded, cleared when full.
+_RECORDS: dict[tuple[Any, ...], Record] = {}
 _INDEFINITE = Status.INDEFINITE.value
 
 
@@ -570,11 +573,15 @@ def inflate(entry: Entry) -> Op:
             "cut": _NOTHING if a[2] is None else shared_cut(a[2], a[3]),
             "op_id": a[4],
         }
-    result = (
-        None
-        if r is None
-        else checked_record(r[0], _NOTHING if r[1] is None else shared_cut(r[1], r[2]), r[3], r[4])
-    )
+    if r is None:
+        result = None
+    else:
+        result = _RECORDS.get(r)
+        if result is None:
+            if len(_RECORDS) >= _CACHE_LIMIT:
+                _RECORDS.clear()
+            cut = _NOTHING if r[1] is None else shared_cut(r[1], r[2])
+            result = _RECORDS[r] = checked_record(r[0], cut, r[3], r[4])
     return Op(
         where, worker, seq, stream, kind, t0, t1, _STATUS_OF[status], args, result, attempt, index
     )

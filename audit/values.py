@@ -22,7 +22,8 @@ from fencepost.judge.values import Checkpoint, Record
 
 def record_value(r: Record) -> Hashable:
     """What a publication revision holds besides its number, as a cheap hashable key."""
-    return (r.epoch, r.cut.endpoint.value, r.cut.at, r.op_id)
+    cut = r.cut
+    return (r.epoch, cut.endpoint._value_, cut.at, r.op_id)  # _value_: .value, no descriptor
 
 
 def checkpoint_value(c: Checkpoint | None) -> Hashable:
