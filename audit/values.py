@@ -71,9 +71,16 @@ class Shown:
         self.values[rev] = (value, op)
         i = bisect_left(self.revs, rev)
         self.revs.insert(i, rev) if i < len(self.revs) else self.revs.append(rev)
-        below = self.revs[i - 1] if i > 0 else None
-        above = self.revs[i + 1] if i + 1 < len(self.revs) else None
-        return tuple(None if r is None else (r, *self.values[r]) for r in (below, above))
+        revs, values = self.revs, self.values
+        below = None
+        if i > 0:
+            r = revs[i - 1]
+            below = (r, *values[r])
+        above = None
+        if i + 1 < len(revs):
+            r = revs[i + 1]
+            above = (r, *values[r])
+        return (below, above)
 
 
 def written(op: Op) -> Record:
