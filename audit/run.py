@@ -122,21 +122,27 @@ class AuditReport:
 
 def _write_run(entries: Iterable[Entry], folder: str, chunk: int) -> str:
     """Sorted ``entries`` written with ``marshal`` to a new file of ``folder``, ``chunk``
-    per record; a payload that is an :class:`Op` (a line the strict reader read: rare) is
-    pickled first (:func:`~fencepost.audit.log.flat_payload`)."""
+    per record (its length in 8 bytes, then its bytes); a payload that is an :class:`Op`
+    (a line the strict reader read: rare) is flattened or pickled first
+    (:func:`~fencepost.audit.log.flat_payload`)."""
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
-    dump = marshal.dump
+    dumps = marshal.dumps
     with os.fdopen(fd, "wb") as out:
+        write = out.write
         batch: list[Entry] = []
         for entry in entries:
             if type(entry[5]) is Op:
                 entry = (*entry[:5], flat_payload(entry[5]))
             batch.append(entry)
             if len(batch) >= chunk:
-                dump(batch, out)
+                data = dumps(batch)
+                write(len(data).to_bytes(8, "little"))
+                write(data)
                 batch = []
         if batch:
-            dump(batch, out)
+            data = dumps(batch)
+            write(len(data).to_bytes(8, "little"))
+            write(data)
     return path
 
 
@@ -144,12 +150,14 @@ def _run(path: str) -> Iterator[Entry]:
     """A run read back one chunk at a time; the file is deleted once read."""
     try:
         with open(path, "rb") as handle:
-            load = marshal.load
+            # Each record is its length, then its bytes: ``marshal.load`` of a file reads
+            # it in tiny pieces (a call per value), ``marshal.loads`` of the bytes in C.
+            read, loads = handle.read, marshal.loads
             while True:
-                try:
-                    chunk: list[Entry] = load(handle)
-                except EOFError:
+                head = read(8)
+                if not head:
                     return
+                chunk: list[Entry] = loads(read(int.from_bytes(head, "little")))
                 yield from chunk
     finally:
         os.unlink(path)

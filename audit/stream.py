@@ -156,6 +156,7 @@ class StreamAudit:
         self._cp_deadlines: list[tuple[float, int, tuple[int, str], int]] = []
         self._attempts: dict[str, _Attempt] = {}
         self._op_ids: dict[str, tuple[str, Op]] = {}
+        self._workers: dict[str, str] = {}  # worker -> "worker <name>", made once
         self._failed_writes: list[Op] = []
         self._noted: set[str] = set()
         self._reported_undecided: set[str] = set()
@@ -397,7 +398,7 @@ class StreamAudit:
                 mine = rec  # what it wrote, as the store answered (the usual case)
             else:
                 mine = written(op)
-            if rec != mine:
+            if mine is not rec and rec != mine:
                 self._violation(
                     LINEARIZABILITY,
                     f"the store acknowledged {op_words(op)} as applied but returned "
@@ -789,7 +790,11 @@ class StreamAudit:
 
     def _check_op_id(self, op: Op) -> None:
         op_id = op.args["op_id"]
-        owner = op.attempt if op.attempt is not None else f"worker {op.worker}"
+        owner = op.attempt
+        if owner is None:
+            owner = self._workers.get(op.worker)
+            if owner is None:
+                owner = self._workers[op.worker] = f"worker {op.worker}"
         first = self._op_ids.get(op_id)
         if first is None:
             self._op_ids[op_id] = (owner, op)  # shown without its result if reused
