@@ -42,20 +42,24 @@ contiguous), used to refuse a line logged twice, and one line of at most 1 MiB.
 from __future__ import annotations
 
 import codecs
+import copyreg
+import io
 import json
 import os
+import pickle
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from fencepost.audit.ops import ATTEMPT, DROPPED, INF, SEGMENT, STORE_OPS, Op, Status
 from fencepost.inputs.files import NotRegularFile, open_regular, refusal
 from fencepost.inputs.jsonlines import MessageError, decode_line
 from fencepost.judge.values import NOTHING as _NOTHING
-from fencepost.judge.values import BadValue, Cut, Endpoint, Record, text
+from fencepost.judge.values import BadValue, Checkpoint, Cut, Endpoint, Record, text
 from fencepost.judge.wire import (
     checkpoint_from_json,
     checkpoint_to_json,
@@ -437,23 +441,10 @@ _WRITE_PUBLICATION = "write_publication"
 _READ_PUBLICATION = "read_publication"
 
 
-def _fast_cut(raw: object) -> tuple[Cut, int] | None:
-    """A cut and the keys its JSON object held, or None to leave it to the strict reader."""
-    if raw is None:
-        return _NOTHING, 0
-    if type(raw) is not dict or len(raw) != 2:
-        return None
-    kind = raw.get("kind")
-    at = raw.get("at")
-    if (type(at) is not int and type(at) is not str) or type(kind) is not str:
-        return None
-    if kind not in _ENDPOINTS:
-        return None
-    return shared_cut(kind, at), 2
-
-
-def _fast_record(raw: object) -> tuple[Record, int] | None:
-    """A record read from its JSON object (``record_from_json``), or None."""
+def _fast_record(raw: object) -> tuple[int, str | None, Any, int, str | None] | None:
+    """A record's JSON object (``record_from_json``) as ``(epoch, cut kind or None for
+    nothing, cut at, revision, op_id)``, or None to leave it to the strict reader. Its
+    object holds 4 keys, its cut 2 more unless nothing."""
     if type(raw) is not dict or len(raw) != 4:
         return None
     epoch = raw.get("epoch")
@@ -468,10 +459,16 @@ def _fast_record(raw: object) -> tuple[Record, int] | None:
         or "cut" not in raw
     ):
         return None
-    cut = _fast_cut(raw["cut"])
+    cut = raw["cut"]
     if cut is None:
+        return (epoch, None, None, revision, op_id)
+    if type(cut) is not dict or len(cut) != 2:
         return None
-    return checked_record(epoch, cut[0], revision, op_id), 4 + cut[1]
+    kind = cut.get("kind")
+    at = cut.get("at")
+    if (type(at) is not int and type(at) is not str) or (kind != "before" and kind != "through"):
+        return None
+    return (epoch, kind, at, revision, op_id)
 
 
 def checked_record(epoch: int, cut: Cut, revision: int, op_id: str | None) -> Record:
@@ -497,8 +494,143 @@ def shared_cut(kind: str, at: object) -> Cut:
     return cut
 
 
-def _fast(text: str, where: str) -> Line | None:
-    """A publication read or write line, read fast; None to leave it to the strict reader."""
+def read_only(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    """A read-only view of ``d`` (how the judge's memberships hold their mappings)."""
+    return MappingProxyType(d)
+
+
+def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return (read_only, (dict(m),))
+
+
+def _record(r: Record) -> tuple[Any, tuple[Any, ...]]:
+    return (checked_record, (r.epoch, r.cut, r.revision, r.op_id))
+
+
+def _cut(c: Cut) -> tuple[Any, tuple[Any, ...]]:
+    if c.endpoint is Endpoint.NOTHING:
+        return (Cut, (c.endpoint, c.at))
+    return (shared_cut, (c.endpoint.value, c.at))
+
+
+def _checkpoint(c: Checkpoint) -> tuple[Any, tuple[Any, ...]]:
+    return (
+        Checkpoint,
+        (c.partition, c.cut, c.token, c.generation, c.scope, c.epoch, c.finality),
+    )
+
+
+#: The judge's values pickled as their constructor's arguments: the generic path for
+#: frozen slotted dataclasses (``__getstate__`` through ``dataclasses.fields``, then
+#: ``__setstate__``) took most of the time of a spilled sort.
+PICKLE_DISPATCH: dict[Any, Any] = {
+    **copyreg.dispatch_table,
+    MappingProxyType: _proxy,
+    Record: _record,
+    Cut: _cut,
+    Checkpoint: _checkpoint,
+}
+
+
+#: An operation of the log as plain values (what :func:`read_entries` yields, what the
+#: audit sorts and spills with ``marshal``): ``(stream, t0, worker, seq, index, payload)``,
+#: ordered as the audit takes operations, ``index`` (reading order) breaking ties. The
+#: payload is the :class:`Op` itself for the rare lines the strict reader read, or for a
+#: publication read or write ``(where, kind, t1, status, args, result, attempt)``:
+#: ``status`` the :class:`Status` value, ``args`` None for a read and ``(expected_revision,
+#: epoch, cut kind, cut at, op_id)`` for a write, ``result`` None or ``(epoch, cut kind,
+#: cut at, revision, op_id)``, a cut kind of None standing for the nothing cut.
+Entry = tuple[str, int, str, int, int, Any]
+_STATUS_OF = {s.value: s for s in Status}
+#: Records seen recently, reused (immutable; a revision's ack and the reads showing it
+#: are one record): bounded, cleared when full.
+_RECORDS: dict[tuple[Any, ...], Record] = {}
+_INDEFINITE = Status.INDEFINITE.value
+
+
+def _flat_cut(kind: str | None, at: Any) -> Cut:
+    return _NOTHING if kind is None else shared_cut(kind, at)
+
+
+def inflate(entry: Entry) -> Op:
+    """The :class:`Op` an entry stands for (its ``index`` set), built once, after the sort.
+
+    Cost: for a plain payload, one ``Op``, one ``Record`` and two dictionary look-ups for
+    shared cuts; an ``Op`` payload is returned as it is.
+    """
+    stream, t0, worker, seq, index, payload = entry
+    if type(payload) is not tuple:
+        op: Op = payload if type(payload) is Op else pickle.loads(payload)
+        op.index = index
+        return op
+    where, kind, t1, status, a, r, attempt = payload
+    if a is None:
+        args: dict[str, Any] = {}
+    else:
+        args = {
+            "expected_revision": a[0],
+            "epoch": a[1],
+            "cut": _NOTHING if a[2] is None else shared_cut(a[2], a[3]),
+            "op_id": a[4],
+        }
+    if r is None:
+        result = None
+    else:
+        result = _RECORDS.get(r)
+        if result is None:
+            if len(_RECORDS) >= _CACHE_LIMIT:
+                _RECORDS.clear()
+            cut = _NOTHING if r[1] is None else shared_cut(r[1], r[2])
+            result = _RECORDS[r] = checked_record(r[0], cut, r[3], r[4])
+    return Op(
+        where, worker, seq, stream, kind, t0, t1, _STATUS_OF[status], args, result, attempt, index
+    )
+
+
+def flat_payload(op: Op) -> Any:
+    """``op`` as a payload ``marshal`` can write: plain values for a publication read or
+    write holding the values the fast reader makes, else the op pickled (bytes)."""
+    kind, args, result = op.kind, op.args, op.result
+    if kind in (_READ_PUBLICATION, _WRITE_PUBLICATION):
+        try:
+            if kind == _READ_PUBLICATION:
+                a: tuple[Any, ...] | None = None
+                plain = not args
+            else:
+                cut = args["cut"]
+                a = (
+                    args["expected_revision"],
+                    args["epoch"],
+                    None if cut.endpoint is Endpoint.NOTHING else cut.endpoint.value,
+                    cut.at,
+                    args["op_id"],
+                )
+                plain = len(args) == 4 and type(cut) is Cut
+            r: tuple[Any, ...] | None = None
+            if result is not None:
+                rc = result.cut
+                plain = plain and type(result) is Record and type(rc) is Cut
+                r = (
+                    result.epoch,
+                    None if rc.endpoint is Endpoint.NOTHING else rc.endpoint.value,
+                    rc.at,
+                    result.revision,
+                    result.op_id,
+                )
+            if plain and all(v is None or type(v) in (int, str) for v in (*(a or ()), *(r or ()))):
+                return (op.where, kind, op.t1, op.status.value, a, r, op.attempt)
+        except (AttributeError, KeyError, TypeError):
+            pass
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = PICKLE_DISPATCH
+    pickler.dump(op)
+    return out.getvalue()
+
+
+def _fast_flat(text: str, where: str) -> tuple[str, int, str, int, bool, Any] | None:
+    """A publication read or write line as ``(stream, t0, worker, seq, pending, payload)``
+    (see :data:`Entry`), read fast; None to leave it to the strict reader."""
     if "\\u" in text:
         return None
     if text[:1] != "{":
@@ -555,30 +687,30 @@ def _fast(text: str, where: str) -> Line | None:
     pending = raw_status == "pending"
     t1: float
     if pending:
-        status = Status.INDEFINITE
+        status = _INDEFINITE
         t1 = INF
     else:
-        found = _STATUSES.get(raw_status) if type(raw_status) is str else None
-        if found is None or "t1" not in data:
+        if type(raw_status) is not str or raw_status not in _STATUS_OF or "t1" not in data:
             return None
-        status = found
+        status = raw_status
         known += 1
         t1 = data["t1"]
         if type(t1) is not int or not t0 <= t1 <= MAX_INT:
             return None
-        if status is Status.INDEFINITE:
+        if status == _INDEFINITE:
             t1 = INF
-    answered = status is Status.OK or status is Status.CONFLICT
+    answered = status == "ok" or status == "conflict"
     if answered:
         if pending or "result" not in data:
             return None
         known += 1
     if keys != known:  # an unknown field, or t1/result where none may be
         return None
+    a: tuple[int, int, str | None, Any, str] | None
     if kind == "read_publication":
-        if raw_args or status is Status.CONFLICT:
+        if raw_args or status == "conflict":
             return None
-        args: dict[str, Any] = {}
+        a = None
         pairs = keys
     else:
         if len(raw_args) != 4:
@@ -596,23 +728,32 @@ def _fast(text: str, where: str) -> Line | None:
             or "cut" not in raw_args
         ):
             return None
-        cut = _fast_cut(raw_args["cut"])
+        cut = raw_args["cut"]
+        pairs = keys + 4
         if cut is None:
-            return None
-        args = {"expected_revision": expected, "epoch": epoch, "cut": cut[0], "op_id": op_id}
-        pairs = keys + 4 + cut[1]
-    result: Record | None = None
+            a = (expected, epoch, None, None, op_id)
+        else:
+            if type(cut) is not dict or len(cut) != 2:
+                return None
+            cut_kind = cut.get("kind")
+            at = cut.get("at")
+            if (type(at) is not int and type(at) is not str) or (
+                cut_kind != "before" and cut_kind != "through"
+            ):
+                return None
+            a = (expected, epoch, cut_kind, at, op_id)
+            pairs += 2
+    r = None
     if answered:
-        read = _fast_record(data["result"])
-        if read is None:
+        r = _fast_record(data["result"])
+        if r is None:
             return None
-        result = read[0]
-        pairs += read[1]
+        pairs += 4 if r[1] is None else 6
     colons = text.count(":")
     if colons != pairs:  # a key given twice, or a ':' inside a string: which one?
-        strings = [worker, stream, attempt, data.get("error"), *args.values()]
-        if result is not None:
-            strings += (result.op_id, result.cut.at)
+        strings = [worker, stream, attempt, data.get("error"), *(a or ())]
+        if r is not None:
+            strings += (r[4], r[2])
         inside = sum(s.count(":") for s in strings if type(s) is str)
         if colons != pairs + inside:
             return None
@@ -621,10 +762,16 @@ def _fast(text: str, where: str) -> Line | None:
         names.clear()
     worker = names.setdefault(worker, worker)
     stream = names.setdefault(stream, stream)
-    return Line(
-        Op(where, worker, seq, stream, kind, t0, t1, status, args, result, attempt),
-        pending,
-    )
+    return (stream, t0, worker, seq, pending, (where, kind, t1, status, a, r, attempt))
+
+
+def _fast(text: str, where: str) -> Line | None:
+    """A publication read or write line, read fast; None to leave it to the strict reader."""
+    flat = _fast_flat(text, where)
+    if flat is None:
+        return None
+    stream, t0, worker, seq, pending, payload = flat
+    return Line(inflate((stream, t0, worker, seq, 0, payload)), pending)
 
 
 class _Seen:
@@ -760,10 +907,23 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
     Raises :class:`LogError` (``file:line``) on the first unreadable line or a path
     that is not a regular file, and ``OSError`` when a file cannot be opened.
     """
+    for entry in read_entries(paths, stats):
+        yield inflate(entry)
+
+
+def read_entries(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[Entry]:
+    """What :func:`read_ops` yields, as :data:`Entry` values numbered in reading order:
+    the publication lines (nearly all of a log) as plain values, no object built per
+    operation until the audit takes it (:func:`inflate`), so the sort holds and spills
+    plain tuples. Refuses exactly what :func:`read_ops` refuses, with the same errors.
+    """
     stats = stats if stats is not None else LogStats()
-    pending: dict[tuple[str, int], Op] = {}
+    # (worker, seq) -> (stream, t0, kind, where, payload) of a pending call
+    pending: dict[tuple[str, int], tuple[str, int, str, str, Any]] = {}
     seen: dict[str, _Seen] = {}
     latest: dict[str, tuple[int, int, str]] = {}  # worker -> (highest seq, its t0, where)
+    index = 0
+    fast = _fast_flat
     for path in paths:
         stats.files += 1
         try:
@@ -807,13 +967,18 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
                 if not decoded or decoded.isspace():  # not decoded.strip(), without a copy
                     continue
                 stats.lines += 1
-                line = _fast(decoded, where)
-                if line is None:
+                flat = fast(decoded, where)
+                if flat is not None:
+                    stream, t0, worker, seq, is_pending, payload = flat
+                    kind = payload[1]
+                else:
                     data = decode(decoded, where)
                     if data.get("op") == SEGMENT:
                         segment = parse_segment(data, where)
                         stats.segments.append(segment)
-                        yield from _header_drops(segment, stats)
+                        for op in _header_drops(segment, stats):
+                            yield (op.stream, op.t0, op.worker, op.seq, index, op)
+                            index += 1
                         continue
                     try:
                         line = _line(data, where)
@@ -821,52 +986,55 @@ def read_ops(paths: Iterable[Path], stats: LogStats | None = None) -> Iterator[O
                         raise LogError(where, str(exc)) from None
                     except RecursionError:
                         raise LogError(where, "nested too deeply to be a log line") from None
-                op = line.op
-                if op.kind == DROPPED:
-                    yield op  # the recorder's marker, not a call: no sequence number of a call
-                    continue
-                worker = op.worker
-                if op.kind != ATTEMPT:  # _check_clock(op, latest, stats), inlined
+                    payload = op = line.op
+                    stream, t0, worker, seq, kind = op.stream, op.t0, op.worker, op.seq, op.kind
+                    is_pending = line.pending
+                    if kind == DROPPED:
+                        # the recorder's marker, not a call: no sequence number of a call
+                        yield (stream, t0, worker, seq, index, op)
+                        index += 1
+                        continue
+                if kind != ATTEMPT:  # _check_clock, inlined
                     last = latest.get(worker)
-                    if last is None or op.seq > last[0]:
-                        if last is not None and op.t0 < last[1]:
+                    if last is None or seq > last[0]:
+                        if last is not None and t0 < last[1]:
                             stats.clock.append(
-                                ClockRegression(op.where, worker, last[2], last[1] - op.t0)
+                                ClockRegression(where, worker, last[2], last[1] - t0)
                             )
-                        latest[worker] = (op.seq, op.t0, op.where)
-                key = (worker, op.seq)
+                        latest[worker] = (seq, t0, where)
+                key = (worker, seq)
                 worker_seen = seen.get(worker)
-                if line.pending:
-                    if worker_seen is not None and worker_seen.has(op.seq):
+                if is_pending:
+                    if worker_seen is not None and worker_seen.has(seq):
                         continue  # its completion was in a file read earlier
                     if key in pending:
-                        raise LogError(where, f"worker {op.worker} seq {op.seq} announced twice")
-                    pending[key] = op
+                        raise LogError(where, f"worker {worker} seq {seq} announced twice")
+                    pending[key] = (stream, t0, kind, where, payload)
                     continue
                 announced = pending.pop(key, None)
                 if announced is not None and (
-                    announced.kind != op.kind
-                    or announced.stream != op.stream
-                    or announced.t0 != op.t0
+                    announced[2] != kind or announced[0] != stream or announced[1] != t0
                 ):
                     raise LogError(
                         where,
-                        f"worker {op.worker} seq {op.seq} completes a different call than the "
-                        f"pending line at {announced.where} announced",
+                        f"worker {worker} seq {seq} completes a different call than the "
+                        f"pending line at {announced[3]} announced",
                     )
                 if worker_seen is None:
                     worker_seen = seen[worker] = _Seen()
-                if not worker_seen.add(op.seq):
+                if not worker_seen.add(seq):
                     raise LogError(
                         where,
-                        f"worker {op.worker} seq {op.seq} appears twice: each call is one line",
+                        f"worker {worker} seq {seq} appears twice: each call is one line",
                     )
-                yield op
-    for key, op in pending.items():
-        if not seen.setdefault(op.worker, _Seen()).add(op.seq):
-            raise LogError(op.where, f"worker {key[0]} seq {key[1]} appears twice")
+                yield (stream, t0, worker, seq, index, payload)
+                index += 1
+    for (worker, seq), (stream, t0, _, where, payload) in pending.items():
+        if not seen.setdefault(worker, _Seen()).add(seq):
+            raise LogError(where, f"worker {worker} seq {seq} appears twice")
         stats.unfinished += 1
-        yield op
+        yield (stream, t0, worker, seq, index, payload)
+        index += 1
     stats.finish()
 
 

@@ -138,7 +138,7 @@ class _Engine:
     def __init__(self, frontier: Iterable[Config], budget: Budget) -> None:
         self.frontier: set[Config] = set(frontier)
         self.budget = budget
-        self.inflight: dict[int, RegOp] = {}
+        self.inflight: dict[RegOp, RegOp] = {}  # keyed by identity (RegOp has eq=False)
         self.reads: dict[int, dict[Hashable, int]] = {}  # rev -> value -> count
         self.writes: dict[int, list[RegOp]] = {}  # expected -> writes
         self.musts: dict[int, int] = {}  # expected -> acknowledged writes
@@ -152,7 +152,7 @@ class _Engine:
         return r.kind == READ or (r.kind == CREATE and r.must)
 
     def add(self, r: RegOp) -> None:
-        self.inflight[id(r)] = r
+        self.inflight[r] = r
         if r.op.t1 != INF:
             self.definite += 1
         kind, rev = r.kind, r.rev
@@ -176,7 +176,7 @@ class _Engine:
             self.creates.append(r)
 
     def remove(self, r: RegOp) -> None:
-        if self.inflight.pop(id(r), None) is None:
+        if self.inflight.pop(r, None) is None:
             return
         if r.op.t1 != INF:
             self.definite -= 1
@@ -456,7 +456,7 @@ class Register:
     def complete(self, r: RegOp) -> None:
         if self.failed is not None or self.undecided is not None:  # not live
             return
-        if id(r) not in self._engine.inflight:
+        if r not in self._engine.inflight:
             return
         try:
             ok = self._engine.complete(r)

@@ -24,37 +24,29 @@ stream's state in flight), independent of n and of the number of streams.
 
 from __future__ import annotations
 
-import copyreg
 import gc
 import heapq
+import marshal
 import os
-import pickle
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, BinaryIO
 
 from fencepost.audit.log import (
     ClockRegression,
+    Entry,
     LogStats,
-    checked_record,
+    flat_payload,
+    inflate,
     log_files,
-    read_ops,
-    shared_cut,
+    read_entries,
 )
 from fencepost.audit.ops import Op
 from fencepost.audit.stream import StreamAudit, Truth
 from fencepost.audit.verdict import StreamVerdict, Violation
-from fencepost.judge.values import Checkpoint, Cut, Endpoint, Record
 
-_KEY = attrgetter("stream", "t0", "worker", "seq")
-#: An operation's fields, in ``Op``'s order: a run holds tuples (pickled in C, no
-#: ``__reduce__`` call per operation), made operations again when read back.
-_FIELDS = attrgetter(*Op.__slots__)
 _CHUNK = 4096
 #: Runs merged at once: the files open while sorting (and so ``ulimit -n``) stay bounded.
 FAN_IN = 8
@@ -128,125 +120,105 @@ class AuditReport:
         return 0
 
 
-def read_only(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
-    """A read-only view of ``d`` (how the judge's memberships hold their mappings)."""
-    return MappingProxyType(d)
-
-
-def _proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
-    return (read_only, (dict(m),))
-
-
-def _record(r: Record) -> tuple[Any, tuple[Any, ...]]:
-    return (checked_record, (r.epoch, r.cut, r.revision, r.op_id))
-
-
-def _cut(c: Cut) -> tuple[Any, tuple[Any, ...]]:
-    if c.endpoint is Endpoint.NOTHING:
-        return (Cut, (c.endpoint, c.at))
-    return (shared_cut, (c.endpoint.value, c.at))
-
-
-def _checkpoint(c: Checkpoint) -> tuple[Any, tuple[Any, ...]]:
-    return (
-        Checkpoint,
-        (c.partition, c.cut, c.token, c.generation, c.scope, c.epoch, c.finality),
-    )
-
-
-#: The judge's values pickled as their constructor's arguments: the generic path for
-#: frozen slotted dataclasses (``__getstate__`` through ``dataclasses.fields``, then
-#: ``__setstate__``) took most of the time of a spilled sort.
-_DISPATCH: dict[Any, Any] = {
-    **copyreg.dispatch_table,
-    MappingProxyType: _proxy,
-    Record: _record,
-    Cut: _cut,
-    Checkpoint: _checkpoint,
-}
-
-
-def _pickler(out: BinaryIO) -> pickle.Pickler:
-    """A pickler for the judge's read-only mappings (memberships) too, leaving the
-    process-wide pickle registry alone."""
-    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH
-    return pickler
-
-
-def _write_run(ops: Iterable[Op], folder: str, chunk: int) -> str:
-    """Sorted ``ops`` pickled to a new file of ``folder``, ``chunk`` operations per record
-    (each as the tuple of its fields)."""
+def _write_run(entries: Iterable[Entry], folder: str, chunk: int) -> str:
+    """Sorted ``entries`` written with ``marshal`` to a new file of ``folder``, ``chunk``
+    per record (its length in 8 bytes, then its bytes); a payload that is an :class:`Op`
+    (a line the strict reader read: rare) is flattened or pickled first
+    (:func:`~fencepost.audit.log.flat_payload`)."""
     fd, path = tempfile.mkstemp(suffix=".run", dir=folder)
+    dumps = marshal.dumps
     with os.fdopen(fd, "wb") as out:
-        pickler = _pickler(out)
-        batch: list[tuple[Any, ...]] = []
-        for op in ops:
-            batch.append(_FIELDS(op))
+        write = out.write
+        batch: list[Entry] = []
+        for entry in entries:
+            if type(entry[5]) is Op:
+                entry = (*entry[:5], flat_payload(entry[5]))
+            batch.append(entry)
             if len(batch) >= chunk:
-                pickler.dump(batch)
-                pickler.clear_memo()
+                data = dumps(batch)
+                write(len(data).to_bytes(8, "little"))
+                write(data)
                 batch = []
         if batch:
-            pickler.dump(batch)
+            data = dumps(batch)
+            write(len(data).to_bytes(8, "little"))
+            write(data)
     return path
 
 
-def _run(path: str) -> Iterator[Op]:
+def _run(path: str) -> Iterator[Entry]:
     """A run read back one chunk at a time; the file is deleted once read."""
     try:
         with open(path, "rb") as handle:
+            # Each record is its length, then its bytes: ``marshal.load`` of a file reads
+            # it in tiny pieces (a call per value), ``marshal.loads`` of the bytes in C.
+            read, loads = handle.read, marshal.loads
             while True:
-                try:
-                    chunk: list[tuple[Any, ...]] = pickle.load(handle)
-                except EOFError:
+                head = read(8)
+                if not head:
                     return
-                for fields in chunk:
-                    yield Op(*fields)
+                chunk: list[Entry] = loads(read(int.from_bytes(head, "little")))
+                yield from chunk
     finally:
         os.unlink(path)
 
 
 def merge_chunk(memory_ops: int) -> int:
-    """Operations per pickled record: one record of each of ``FAN_IN`` runs being merged,
+    """Operations per spilled record: one record of each of ``FAN_IN`` runs being merged,
     plus the one being written, fit in ``memory_ops``."""
     return max(1, min(_CHUNK, memory_ops // (FAN_IN + 1)))
 
 
-def sorted_ops(ops: Iterable[Op], memory_ops: int, report: AuditReport) -> Iterator[Op]:
-    """``ops`` numbered in reading order and sorted by (stream, t0, worker, seq).
+def sorted_entries(
+    entries: Iterable[Entry], memory_ops: int, report: AuditReport
+) -> Iterator[Entry]:
+    """``entries`` (:data:`~fencepost.audit.log.Entry`) sorted by (stream, t0, worker,
+    seq), ties in reading order (``index``): compared as plain tuples, in C.
 
-    Runs of ``memory_ops`` operations are sorted in memory and spilled; while more
-    than :data:`FAN_IN` remain, the oldest ``FAN_IN`` are merged into one (a pass),
-    so no more than ``FAN_IN`` runs are ever open at once.
+    Runs of ``memory_ops`` entries are sorted in memory and spilled with ``marshal``
+    (plain tuples: no Python call per operation); while more than :data:`FAN_IN` remain,
+    the oldest ``FAN_IN`` are merged into one (a pass), so no more than ``FAN_IN`` runs
+    are ever open at once.
     """
-    buffer: list[Op] = []
+    buffer: list[Entry] = []
     chunk = merge_chunk(memory_ops)
     with tempfile.TemporaryDirectory(prefix="fencepost-audit-") as folder:
         runs: list[str] = []
-        for index, op in enumerate(ops):
-            op.index = index
-            buffer.append(op)
+        for entry in entries:
+            buffer.append(entry)
             if len(buffer) >= memory_ops:
-                buffer.sort(key=_KEY)
+                buffer.sort()
                 runs.append(_write_run(buffer, folder, chunk))
                 buffer = []
         report.spilled_runs = len(runs)
         if not runs:
-            buffer.sort(key=_KEY)
+            buffer.sort()
             yield from buffer
             return
         if buffer:
-            buffer.sort(key=_KEY)
+            buffer.sort()
             runs.append(_write_run(buffer, folder, chunk))
             buffer = []
             report.spilled_runs = len(runs)
         while len(runs) > FAN_IN:
             group, runs = runs[:FAN_IN], runs[FAN_IN:]
-            merged = heapq.merge(*(_run(r) for r in group), key=_KEY)
+            merged = heapq.merge(*(_run(r) for r in group))
             runs.append(_write_run(merged, folder, chunk))
             report.merge_passes += 1
-        yield from heapq.merge(*(_run(r) for r in runs), key=_KEY)
+        yield from heapq.merge(*(_run(r) for r in runs))
+
+
+def _entries(ops: Iterable[Op]) -> Iterator[Entry]:
+    """Operations already built, as entries numbered in their order."""
+    for index, op in enumerate(ops):
+        yield (op.stream, op.t0, op.worker, op.seq, index, op)
+
+
+def sorted_ops(ops: Iterable[Op], memory_ops: int, report: AuditReport) -> Iterator[Op]:
+    """``ops`` numbered in reading order and sorted by (stream, t0, worker, seq)
+    (:func:`sorted_entries`)."""
+    for entry in sorted_entries(_entries(ops), memory_ops, report):
+        yield inflate(entry)
 
 
 def widened(ops: Iterable[Op], skew: int) -> Iterator[Op]:
@@ -275,9 +247,25 @@ def audit_ops(
     were deleted; :attr:`fencepost.audit.log.LogStats.start`), or a function giving it
     once every operation is read; None: the log is whole.
     """
-    report = report if report is not None else AuditReport()
     if clock_skew:
         ops = widened(ops, clock_skew)
+    return _audit_entries(
+        _entries(ops), policy, budget, memory_ops, truth, report, clock_skew, start
+    )
+
+
+def _audit_entries(
+    entries: Iterable[Entry],
+    policy: str | None,
+    budget: int,
+    memory_ops: int,
+    truth: Callable[[str], Truth | None] | None,
+    report: AuditReport | None,
+    clock_skew: int,
+    start: int | Callable[[], int | None] | None,
+) -> AuditReport:
+    """:func:`audit_ops` of entries (intervals already widened by ``clock_skew``)."""
+    report = report if report is not None else AuditReport()
 
     def knowledge_start() -> int | None:
         known = start() if callable(start) else start
@@ -288,7 +276,7 @@ def audit_ops(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _audit_sorted(ops, policy, budget, memory_ops, truth, report, knowledge_start)
+        _audit_sorted(entries, policy, budget, memory_ops, truth, report, knowledge_start)
     finally:
         if collecting:
             gc.enable()
@@ -296,7 +284,7 @@ def audit_ops(
 
 
 def _audit_sorted(
-    ops: Iterable[Op],
+    entries: Iterable[Entry],
     policy: str | None,
     budget: int,
     memory_ops: int,
@@ -306,19 +294,24 @@ def _audit_sorted(
 ) -> None:
     started = time.perf_counter()
     current: StreamAudit | None = None
-    for op in sorted_ops(ops, memory_ops, report):
-        report.operations += 1
-        if current is None or current.stream != op.stream:
+    stream: str | None = None
+    operations = 0
+    for entry in sorted_entries(entries, memory_ops, report):
+        operations += 1
+        if entry[0] != stream:
+            stream = entry[0]
             if current is not None:
                 report.verdicts.append(current.finish())
             current = StreamAudit(
-                op.stream,
+                stream,
                 policy=policy,
                 budget=budget,
-                truth=None if truth is None else truth(op.stream),
+                truth=None if truth is None else truth(stream),
                 start=knowledge_start(),
             )
-        current.add(op)
+        assert current is not None
+        current.add(inflate(entry))
+    report.operations += operations
     if current is not None:
         report.verdicts.append(current.finish())
     report.streams = len(report.verdicts)
@@ -348,15 +341,11 @@ def audit(
     stats = LogStats()
     files: list[Path] = log_files(paths)
     report = AuditReport()
-    audit_ops(
-        read_ops(files, stats),
-        policy=policy,
-        budget=budget,
-        memory_ops=memory_ops,
-        truth=truth,
-        report=report,
-        clock_skew=clock_skew,
-        start=lambda: stats.start,
+    entries = read_entries(files, stats)
+    if clock_skew:
+        entries = _entries(widened((inflate(e) for e in entries), clock_skew))
+    _audit_entries(
+        entries, policy, budget, memory_ops, truth, report, clock_skew, lambda: stats.start
     )
     report.files = stats.files
     report.torn = stats.torn

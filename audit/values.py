@@ -22,7 +22,8 @@ from fencepost.judge.values import Checkpoint, Record
 
 def record_value(r: Record) -> Hashable:
     """What a publication revision holds besides its number, as a cheap hashable key."""
-    return (r.epoch, r.cut.endpoint.value, r.cut.at, r.op_id)
+    cut = r.cut
+    return (r.epoch, cut.endpoint._value_, cut.at, r.op_id)  # _value_: .value, no descriptor
 
 
 def checkpoint_value(c: Checkpoint | None) -> Hashable:
@@ -70,9 +71,16 @@ class Shown:
         self.values[rev] = (value, op)
         i = bisect_left(self.revs, rev)
         self.revs.insert(i, rev) if i < len(self.revs) else self.revs.append(rev)
-        below = self.revs[i - 1] if i > 0 else None
-        above = self.revs[i + 1] if i + 1 < len(self.revs) else None
-        return tuple(None if r is None else (r, *self.values[r]) for r in (below, above))
+        revs, values = self.revs, self.values
+        below = None
+        if i > 0:
+            r = revs[i - 1]
+            below = (r, *values[r])
+        above = None
+        if i + 1 < len(revs):
+            r = revs[i + 1]
+            above = (r, *values[r])
+        return (below, above)
 
 
 def written(op: Op) -> Record:

@@ -15,7 +15,8 @@ Run: ``python benchmarks/audit.py [--sizes 10000 100000 1000000] [--quick] [--pa
    linearizability search blows up). Operations/s and the largest frontier.
 3. **Small histories** against the brute-force checker
    (:mod:`fencepost.audit.brute`), the plain algorithm, on the same histories.
-*Stages* (``--parts stages``): reading, sorting and checking a 100,000-operation
+*Stages* (``--parts stages``): reading (``read_entries``: the lines checked, as plain
+tuples), sorting and checking (operations built, then audited) a 100,000-operation
 log, each timed alone in rounds over ``json.loads`` of the same lines.
 
 4. **Recording overhead** on durable SQLite publishes: publisher attempts
@@ -137,8 +138,8 @@ def by_size(sizes: list[int], memory_ops: int) -> None:
 def by_stage(size: int, memory_ops: int) -> None:
     """Where the time goes: each stage of the audit timed alone in this process (best of
     3 rounds, CPU time), over ``json.loads`` of the same lines."""
-    from fencepost.audit.log import LogStats, read_ops
-    from fencepost.audit.run import AuditReport, audit, sorted_ops
+    from fencepost.audit.log import LogStats, read_entries
+    from fencepost.audit.run import AuditReport, audit, sorted_entries
 
     def plain(path: Path) -> None:
         with open(path, "rb") as f:
@@ -146,11 +147,11 @@ def by_stage(size: int, memory_ops: int) -> None:
                 json.loads(line)
 
     def reading(path: Path) -> None:
-        for _ in read_ops([path], LogStats()):
+        for _ in read_entries([path], LogStats()):
             pass
 
     def sorting(path: Path) -> None:
-        for _ in sorted_ops(read_ops([path], LogStats()), memory_ops, AuditReport()):
+        for _ in sorted_entries(read_entries([path], LogStats()), memory_ops, AuditReport()):
             pass
 
     def whole(path: Path) -> None:

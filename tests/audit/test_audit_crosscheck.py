@@ -81,10 +81,14 @@ class _TiesOrdered(StreamAudit):
     def _advance(self, t: float, final: bool = False) -> None:
         heap = self._completions
         while heap and (final or heap[0][0] <= t):
-            _, _, _, op = heapq.heappop(heap)
-            for register, r in self._regops.pop(id(op), ()):
+            _, _, _, fed = heapq.heappop(heap)
+            for register, r in fed:
                 register.complete(r)
                 self._collect(register)
+
+    def add(self, op: Op) -> None:
+        self._advance(op.t0)  # the completions at op.t0 too, before it
+        super().add(op)
 
 
 def test_teeth_an_audit_that_orders_ties_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ import pytest
 from audit_histories import INITIAL, H, rec, through
 
 from fencepost.audit import run as audit_run
-from fencepost.audit.log import op_to_json
+from fencepost.audit.log import Entry, op_to_json
 from fencepost.audit.ops import Op, Status
 from fencepost.audit.run import FAN_IN, AuditReport, audit, merge_chunk, sorted_ops
 
@@ -192,7 +192,7 @@ def test_the_sort_merges_at_most_fan_in_runs_at_once(monkeypatch: pytest.MonkeyP
     live = [0]
     real = audit_run._run
 
-    def counted(path: str) -> Iterator[Op]:
+    def counted(path: str) -> Iterator[Entry]:
         live[0] += 1
         opened.append(live[0])
         try:
