@@ -26,6 +26,7 @@ free constant, so one proof covers them all.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -213,27 +214,63 @@ def family_of(kind: str) -> str:
     return f"protocol.{kind}"
 
 
-def _check(
-    query: Query,
-    negated: Printed,
-    prefer: Printed | None = None,
-    quiet: Printed | None = None,
-) -> tuple[str, Any, str, int]:
+class Hints:
+    """The counterexample stage's extra assertions for one action, built on first use.
+
+    ``prefer`` (small universes, :func:`small`) and ``quiet`` (the other half's
+    processes idle, :func:`_idle_other_half`) matter only to an obligation whose first
+    check is not ``unsat``; in a passing run no obligation needs them, so building and
+    printing them for every action (a third of the proof's printing) was wasted work.
+    Their bound variables' names are reserved when the action is set up
+    (:func:`_hints_of`), so building them later, or never, leaves every formula's
+    names -- and so its text and the resource units it consumes -- as they were.
+    Cost when used: one build and one print per action.
+    """
+
+    def __init__(self, make: Callable[[], tuple[list[Term], list[Term]]] | None = None) -> None:
+        self._make = make
+        self._built: tuple[Printed | None, Printed | None] | None = None
+
+    def _build(self) -> tuple[Printed | None, Printed | None]:
+        if self._built is None:
+            prefer, quiet = self._make() if self._make is not None else ([], [])
+            self._built = (
+                Printed(*prefer) if prefer else None,
+                Printed(*quiet) if quiet else None,
+            )
+        return self._built
+
+    @property
+    def prefer(self) -> Printed | None:
+        return self._build()[0]
+
+    @property
+    def quiet(self) -> Printed | None:
+        return self._build()[1]
+
+
+_NO_HINTS = Hints()
+
+
+def _check(query: Query, negated: Printed, hints: Hints = _NO_HINTS) -> tuple[str, Any, str, int]:
     """Decide a goal over the query's hypotheses from its ``negated`` form: proved (the
     negation unsat), refuted (a model), or unknown; with the units the first check
     consumed.
 
     Stages, each under a deterministic rlimit: a first try (the obligation's family);
-    then, when it is undecided, small universes (``prefer``) and small universes with
-    the other half's processes idle (``quiet``), under ``protocol.counterexample`` -- a
-    counterexample among them is one (their unsat proves nothing). A counterexample
-    found is shrunk towards ``prefer`` when it can be.
+    then, when it is undecided, small universes (``hints.prefer``) and small universes
+    with the other half's processes idle (``hints.quiet``), under
+    ``protocol.counterexample`` -- a counterexample among them is one (their unsat
+    proves nothing). A counterexample found is shrunk towards ``prefer`` when it can be.
+    The hints are built only when the first check is not ``unsat``.
     """
     query.push()
     query.add(negated)
     try:
         first = query.check()
         answer, model, reason = first.result, first.model, first.detail
+        prefer = hints.prefer if not first.unsat else None
+        quiet = hints.quiet if prefer is not None else None
         if first.unknown and prefer:
             stages: list[list[Printed]] = [[prefer], [prefer] + ([quiet] if quiet else [])]
             for extra in stages:
@@ -252,6 +289,51 @@ def _check(
     if answer == z3.sat:
         return REFUTED, model, "", first.used
     return UNKNOWN, None, reason, first.used
+
+
+#: The bound variables :func:`small` names: one per quantifier it writes (four sorts'
+#: element lists, partition-and-epoch, events, publishers, readers).
+_SMALL_NAMES = 9
+
+
+def _hint_names(protocol: str, action: Action) -> int:
+    """How many bound variables ``action``'s hints name (:func:`small`, the idle half)."""
+    idle = protocol == COMPOSED and (INGEST in action.protocols) != (
+        PUBLICATION in action.protocols
+    )
+    return _SMALL_NAMES + (1 if idle else 0)
+
+
+def _hints_of(
+    L: Z3Logic, protocol: str, s: View, action: Action, params: dict[str, Any]
+) -> Callable[[], tuple[list[Term], list[Term]]]:
+    """How to build ``action``'s counterexample hints, later, under the same names.
+
+    The names the hints' bound variables would have taken from ``L`` now are reserved
+    (``L``'s counter moves past them), and the hints, when built, are built in a logic
+    of their own counting from the first of them: every formula gets exactly the names
+    it got when the hints were built here, eagerly, so its text -- and the resource
+    units Z3 spends on it, which depend on the names -- are unchanged.
+    """
+    count = _hint_names(protocol, action)
+    first = next(L._fresh)
+    for _ in range(count - 1):
+        next(L._fresh)
+
+    def make() -> tuple[list[Term], list[Term]]:
+        own = Z3Logic()
+        own._fresh = itertools.count(first)
+        prefer = small(own, s, params)
+        idle = _idle_other_half(own, s, action) if protocol == COMPOSED else []
+        used = next(own._fresh) - first
+        if used != count:
+            raise AssertionError(
+                f"{action.name}'s hints named {used} bound variables, {count} were reserved: "
+                "update _SMALL_NAMES or _hint_names with small() and _idle_other_half()"
+            )
+        return prefer, idle
+
+    return make
 
 
 def _solver(kind: str, rlimit: int | None) -> Query:
@@ -310,13 +392,11 @@ def prove_protocol(
             post = s.replace(**changes)
             solver = _solver(CONSECUTION, rlimit)
             solver.add(inv_printed, guard)
-            prefer = Printed(*small(L, s, prm))
-            idle = _idle_other_half(L, s, action) if protocol == COMPOSED else []
-            quiet = Printed(*idle) if idle else None
+            hints = Hints(_hints_of(L, protocol, s, action, prm))
             negated = _negations([lemma.formula(L, post) for lemma in chosen])
             for lemma, goal in zip(chosen, negated, strict=True):
                 ob = Obligation(protocol, CONSECUTION, lemma.name, action.name)
-                done(_run(solver, ob, goal, s, post, prm, prefer, quiet))
+                done(_run(solver, ob, goal, s, post, prm, hints))
     if SAFETY in kinds:
         solver = _solver(SAFETY, rlimit)
         solver.add(inv_printed)
@@ -343,11 +423,10 @@ def _run(
     pre: View | None = None,
     post: View | None = None,
     params: dict[str, Any] | None = None,
-    prefer: Printed | None = None,
-    quiet: Printed | None = None,
+    hints: Hints = _NO_HINTS,
 ) -> Outcome:
     started = time.perf_counter()
-    status, model, reason, used = _check(solver, goal, prefer, quiet)
+    status, model, reason, used = _check(solver, goal, hints)
     seconds = time.perf_counter() - started
     return Outcome(ob, status, seconds, reason, model, pre, post, params or {}, used)
 

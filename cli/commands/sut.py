@@ -26,15 +26,17 @@ def command(mutant: str | None, list_mutants: bool) -> None:
 
     Usage: fencepost conform -- fencepost sut
     """
-    from fencepost.mutants import CATALOG, CORRECT
+    from fencepost.mutants import CORRECT
     from fencepost.sut.adapter import serve_stdio
 
+    variant = CORRECT
+    if list_mutants or mutant is not None:
+        from fencepost.mutants import CATALOG  # the bugs load only when one is asked for
     if list_mutants:
         for name, entry in sorted(CATALOG.items()):
             levels = ", ".join(sorted(entry.caught_by))
             click.echo(f"{name:<18} {entry.bug} (caught at: {levels})")
         return
-    variant = CORRECT
     if mutant is not None:
         if mutant not in CATALOG:
             raise click.BadParameter(

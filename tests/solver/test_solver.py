@@ -32,6 +32,7 @@ from fencepost.solver import (
     metered,
     wall_guard,
 )
+from fencepost.solver import _count as _count
 
 
 def _fermat() -> Query:
@@ -54,6 +55,21 @@ def test_the_limit_is_per_check_and_relative() -> None:
     query.add(z3.ForAll([x], z3.Implies(x > 0, x * x > 0)))
     answers = [query.check() for _ in range(3)]
     assert all(not a.unknown for a in answers), answers
+
+
+def test_the_counter_read_through_the_c_api_is_the_python_apis_figure() -> None:
+    """``_count`` reads ``rlimit count`` through Z3's C API (cheaper); it must be the
+    figure the Python API's ``Statistics`` gives, before and after a check."""
+    query = Query("total_preorder", rlimit=10**12)
+    x, y = z3.Ints("x y")
+    query.add(x * x + y * y == 25, x > 0, y > 0)
+    before = _count(query.solver)
+    assert before == int(query.solver.statistics().get_key_value("rlimit count"))
+    answer = query.check()
+    assert answer.sat and answer.used > 0
+    stats = query.solver.statistics()
+    assert _count(query.solver) == int(stats.get_key_value("rlimit count"))
+    assert _count(query.solver) >= before + answer.used  # reading the model counts too
 
 
 def test_an_exhausted_limit_is_unknown_every_time_and_a_generous_one_proves() -> None:
