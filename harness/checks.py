@@ -30,6 +30,7 @@ from __future__ import annotations
 from fencepost.harness.protocol import IngestOk, PublishOk
 from fencepost.harness.rules import Rule
 from fencepost.harness.world import World
+from fencepost.judge.cuts import compare
 from fencepost.judge.decide import AttemptLog, Reported, judge_outcome
 from fencepost.judge.properties import (
     CheckpointContext,
@@ -44,7 +45,7 @@ from fencepost.judge.properties import (
 from fencepost.judge.properties import (
     judge_publication_write as _judge_publication_write,
 )
-from fencepost.judge.values import NOTHING, Checkpoint, Order, Record
+from fencepost.judge.values import NOTHING, BadValue, Checkpoint, Cut, Order, Record
 
 Finding = tuple[Rule, str]
 
@@ -118,9 +119,21 @@ def judge_checkpoint_write(
     return _rules(_judge_checkpoint_write(world.order, where, written))
 
 
-def judge_ingest_ok(world: World, key: tuple[int, str], reply: IngestOk) -> list[Finding]:
+def judge_ingest_ok(
+    world: World, key: tuple[int, str], reply: IngestOk, acknowledged: Cut | None = None
+) -> list[Finding]:
+    """``ingest_ok`` may report what the store holds now, or the greatest checkpoint the
+    pass itself wrote and saw acknowledged: another reader may have replaced that one
+    since (a misfiled checkpoint is replaced by a pass that starts over, section 8), and
+    the pass cannot know without a read that could race again."""
     stored = world.stored(*key)
     holds = stored.cut if stored is not None else NOTHING
+    if acknowledged is not None:
+        try:
+            if compare(world.order, acknowledged, holds) > 0:
+                holds = acknowledged
+        except BadValue:
+            pass
     return _rules(judge_ingest_report(world.order, key[0], key[1], reply.cut, holds))
 
 

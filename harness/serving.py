@@ -72,6 +72,7 @@ from fencepost.inputs.jsonlines import (
     MessageError,
     encode,
 )
+from fencepost.judge.cuts import compare
 from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer
 from fencepost.judge.properties import judge_ingest_report, show
 from fencepost.judge.values import (
@@ -113,6 +114,10 @@ class _Request:
     attempted: Cut | None = None
     #: The cut of a provisional checkpoint the pass was shown in its own key.
     provisional: Cut | None = None
+    #: The greatest valid cut this pass was shown stored in its key (read, or its own
+    #: write acknowledged): true when shown, even if another reader has since replaced it
+    #: (docs/semantics.md section 8).
+    acknowledged: Cut | None = None
 
 
 @dataclass
@@ -516,6 +521,8 @@ class Conversation:
             stored = world.stored(*key)
             if stored is not None and stored.finality is Finality.PROVISIONAL:
                 request.provisional = stored.cut
+            if stored is not None:
+                self._acknowledge(request, key, stored)
             self._reply(worker, reply_ok(call.call_id, checkpoint=checkpoint_json(stored)))
             held = "none" if stored is None else f"{stored.cut} gen {stored.generation}"
             return f"read_checkpoint answered {held}"
@@ -637,6 +644,8 @@ class Conversation:
             now = world.stored(*key)
             self._reply(worker, reply_ok(call.call_id, checkpoint=checkpoint_json(now)))
             assert now is not None
+            if request is not None:
+                self._acknowledge(request, key, now)
             return (
                 f"write_checkpoint {checkpoint.cut} (expected gen {expected}) applied "
                 f"as gen {now.generation}"
@@ -647,6 +656,21 @@ class Conversation:
             f"write_checkpoint {checkpoint.cut} (expected gen {expected}) conflicts "
             f"(stored: {held})"
         )
+
+    def _acknowledge(self, request: _Request, key: tuple[int, str], shown: Checkpoint) -> None:
+        """Note a valid checkpoint the pass was shown stored in its key (a read, or the
+        reply to its own applied write): ``ingest_ok`` may report it even after another
+        reader replaced it (:func:`~fencepost.harness.checks.judge_ingest_ok`). O(1)."""
+        if not self.world.is_valid(key, shown):
+            return
+        try:
+            ahead = request.acknowledged is None or (
+                compare(self.world.order, shown.cut, request.acknowledged) > 0
+            )
+        except BadValue:
+            return
+        if ahead:
+            request.acknowledged = shown.cut
 
     def _weigh_certify(
         self,
@@ -798,7 +822,10 @@ class Conversation:
         except ValueError as exc:
             raise SutFailure(Rule.MESSAGE_SCHEMA, str(exc), worker.name) from None
         self._violate(
-            judge_ingest_ok(self.world, (request.epoch, request.partition), reply), worker.name
+            judge_ingest_ok(
+                self.world, (request.epoch, request.partition), reply, request.acknowledged
+            ),
+            worker.name,
         )
         key = (request.epoch, request.partition)
         self._weigh_pass_end(request, key)
