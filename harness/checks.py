@@ -37,6 +37,7 @@ from fencepost.judge.properties import (
     EventFact,
     Property,
     judge_ingest_report,
+    judge_restated_claim,
     judge_soundness,
 )
 from fencepost.judge.properties import (
@@ -93,7 +94,11 @@ def judge_publication_write(world: World, old: Record, new: Record, policy: str)
             best = world.certified.get((new.epoch, partition))
             if best is not None:
                 certified[partition] = best
-    return _rules(_judge_publication_write(world.order, old, new, policy, membership, certified))
+    who = new.op_id if new.op_id is not None else "a writer"
+    return _rules(
+        _judge_publication_write(world.order, old, new, policy, membership, certified)
+        + judge_restated_claim(world.order, old, new, who)
+    )
 
 
 def judge_checkpoint_write(

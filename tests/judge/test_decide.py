@@ -11,13 +11,12 @@ import pytest
 
 from fencepost.judge.decide import AttemptLog, Reported, WriteAnswer, decide, judge_outcome
 from fencepost.judge.merge import WithheldReason
-from fencepost.judge.properties import Property, judge_publication_write
+from fencepost.judge.properties import Property, judge_restated_claim
 from fencepost.judge.values import Checkpoint, Cut, Membership, Order, Record
 
 OFFSETS = Order.integer("offsets", True)
 M1 = Membership(1, "q1", {"A": "offsets", "B": "offsets"}, {"offsets": OFFSETS})
 M2 = Membership(2, "q1", {"A": "offsets"}, {"offsets": OFFSETS})
-M2_AT_1 = Membership(1, "q1", {"A": "offsets"}, {"offsets": OFFSETS})
 
 
 def final(partition: str, cut: Cut, epoch: int = 1) -> Checkpoint:
@@ -57,23 +56,13 @@ def test_published_must_write_ahead_of_the_record_it_replaced() -> None:
     """Section 5: a write in the record's epoch is strictly ahead of it. before 10 over
     through 9 on offsets restates the record's claim (a comparison that ignores the
     exact successor makes it); the attempt should have ended unchanged. One rule, at the
-    write (``judge_publication_write``): the attempt's ``published`` is then judged only
-    for naming that acknowledged write."""
-    members = {"A": Cut.through(20)}
+    write (``judge_restated_claim``, which the harness applies to every accepted write)."""
     old = Record(1, Cut.through(9), 3)
-    restated = judge_publication_write(
-        OFFSETS, old, Record(1, Cut.before(10), 4), "monotone", M2_AT_1, members
-    )
+    restated = judge_restated_claim(OFFSETS, old, Record(1, Cut.before(10), 4), "w-1")
     assert [p for p, _ in restated] == [Property.HONEST_OUTCOME]
-    ahead = judge_publication_write(
-        OFFSETS, old, Record(1, Cut.through(10), 4), "monotone", M2_AT_1, members
-    )
-    assert ahead == []
+    assert judge_restated_claim(OFFSETS, old, Record(1, Cut.through(10), 4), "w-1") == []
     # A cutover to a newer epoch may write the same cut (section 6: at least the record).
-    cutover = judge_publication_write(
-        OFFSETS, old, Record(2, Cut.before(10), 4), "monotone", M2, {"A": Cut.through(20)}
-    )
-    assert cutover == []
+    assert judge_restated_claim(OFFSETS, old, Record(2, Cut.before(10), 4), "w-1") == []
 
 
 def test_confirmed_needs_a_later_record_showing_the_claim() -> None:
