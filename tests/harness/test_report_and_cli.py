@@ -168,7 +168,11 @@ def test_junit_and_report_folder(tmp_path: Path) -> None:
     assert suite is not None and suite.get("failures") == str(len(failed_phases))
     failures = suite.findall("testcase/failure")
     assert len(failures) == len(failed_phases)
-    assert {f.get("type") for f in failures} <= {"monotone_publication", "epoch_fence"}
+    assert {f.get("type") for f in failures} <= {
+        "monotone_publication",
+        "epoch_fence",
+        "honest_outcome",
+    }
     # Each failing phase's test case carries that phase's own failure.
     for case in suite.findall("testcase"):
         node = case.find("failure")
