@@ -330,6 +330,17 @@ def _sentinel(order: Order) -> Cut:
     return Cut.through("\uffff") if order.kind == "string" else Cut.through(2**31 - 1)
 
 
+#: The merge mistakes that compare coordinates through a bent view of them (as text,
+#: as UTF-16, as float64, ignoring case, after NFKC), each by the view it takes.
+_BENT_COORDINATES = {
+    "min_as_text": _as_text,
+    "min_utf16": _utf16,
+    "min_float64": _float64,
+    "min_casefold": _CASEFOLD,
+    "min_normalised": _NFKC,
+}
+
+
 def wrong_merge(
     name: str, membership: Membership, checkpoints: Sequence[Checkpoint]
 ) -> Cut | Withheld | None:
@@ -343,25 +354,10 @@ def wrong_merge(
         return _valid_minimum(
             membership, checkpoints, lambda o, cuts: minimum(o, [_sentinel(o), *cuts])
         )
-    if name == "min_as_text":
+    bent = _BENT_COORDINATES.get(name)
+    if bent is not None:
         return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _as_text)
-        )
-    if name == "min_utf16":
-        return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _utf16)
-        )
-    if name == "min_float64":
-        return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _float64)
-        )
-    if name == "min_casefold":
-        return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _CASEFOLD)
-        )
-    if name == "min_normalised":
-        return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, _NFKC)
+            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, bent)
         )
     if name == "nothing_as_zero":
         zeroed = [
