@@ -354,10 +354,10 @@ def wrong_merge(
         return _valid_minimum(
             membership, checkpoints, lambda o, cuts: minimum(o, [_sentinel(o), *cuts])
         )
-    bent = _BENT_COORDINATES.get(name)
-    if bent is not None:
+    if name in _BENT_COORDINATES:
+        view = _BENT_COORDINATES[name]
         return _valid_minimum(
-            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, bent)
+            membership, checkpoints, lambda o, cuts: _with_coordinates(o, cuts, view)
         )
     if name == "nothing_as_zero":
         zeroed = [
